@@ -1,0 +1,30 @@
+"""Scene descriptions (YAML) and the papers' state layout."""
+
+from parapush.scene.description import (
+    GoalRegion,
+    Obstacle,
+    ObjectSpec,
+    Pusher,
+    Scene,
+    SceneError,
+    Table,
+    load_scene,
+    scene_from_dict,
+)
+from parapush.scene.snapshot import SceneSnapshot
+from parapush.scene.state import StateLayout, wrap_angle
+
+__all__ = [
+    "GoalRegion",
+    "Obstacle",
+    "ObjectSpec",
+    "Pusher",
+    "Scene",
+    "SceneError",
+    "SceneSnapshot",
+    "StateLayout",
+    "Table",
+    "load_scene",
+    "scene_from_dict",
+    "wrap_angle",
+]

@@ -1,0 +1,351 @@
+"""Scene description: table, pusher, objects, obstacles and goal region.
+
+All quantities are SI (metres, kilograms, radians) and expressed in the *table frame*:
+origin at the centre of the table top, x along the table's length, y across it, z up.
+Scenes are frozen dataclasses validated in ``__post_init__``; :func:`load_scene` reads
+them from YAML and every error names the offending field (``objects[1].mass``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from parapush.scene.state import StateLayout
+
+SHAPES = ("cylinder", "box")
+
+
+class SceneError(ValueError):
+    """A scene description is invalid; the message names the offending field."""
+
+
+def _finite(value: Any, name: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise SceneError(f"{name}: expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise SceneError(f"{name}: must be finite, got {value!r}")
+    return number
+
+
+def _positive(value: Any, name: str) -> float:
+    number = _finite(value, name)
+    if number <= 0.0:
+        raise SceneError(f"{name}: must be > 0, got {number!r}")
+    return number
+
+
+def _non_negative(value: Any, name: str) -> float:
+    number = _finite(value, name)
+    if number < 0.0:
+        raise SceneError(f"{name}: must be >= 0, got {number!r}")
+    return number
+
+
+def _vector(value: Any, length: int, name: str) -> tuple[float, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise SceneError(f"{name}: expected a list of {length} numbers, got {value!r}")
+    if len(value) != length:
+        raise SceneError(f"{name}: expected {length} numbers, got {len(value)}")
+    return tuple(_finite(item, f"{name}[{index}]") for index, item in enumerate(value))
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rectangular table top centred on the table-frame origin.
+
+    Attributes:
+        length: extent along x, m.
+        width: extent along y, m.
+        friction: sliding friction coefficient of the table surface (MuJoCo takes the
+            larger coefficient of a contact pair).
+    """
+
+    length: float = 0.8
+    width: float = 1.0
+    friction: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "length", _positive(self.length, "table.length"))
+        object.__setattr__(self, "width", _positive(self.width, "table.width"))
+        object.__setattr__(self, "friction", _non_negative(self.friction, "table.friction"))
+
+    @property
+    def half_extents(self) -> tuple[float, float]:
+        """(half length, half width), m."""
+        return (0.5 * self.length, 0.5 * self.width)
+
+    def contains(self, x: float, y: float, margin: float = 0.0) -> bool:
+        """Whether the point (x, y) lies on the table shrunk by ``margin`` (m)."""
+        half_x, half_y = self.half_extents
+        return abs(x) <= half_x - margin and abs(y) <= half_y - margin
+
+
+@dataclass(frozen=True)
+class Pusher:
+    """Cylindrical pusher held by the gripper, velocity controlled in the plane.
+
+    Attributes:
+        radius: m (paper: 1.45 cm).
+        height: m, for the MuJoCo geometry only.
+        mass: kg, of the simulated pusher body.
+        friction: pusher/object friction coefficient (authors' code: 0.2).
+        position: initial (x, y), m.
+        max_speed: largest planar speed the pusher may be commanded, m/s.
+    """
+
+    radius: float = 0.0145
+    height: float = 0.11
+    mass: float = 1.0
+    friction: float = 0.2
+    position: tuple[float, float] = (0.0, 0.0)
+    max_speed: float = 0.1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "radius", _positive(self.radius, "pusher.radius"))
+        object.__setattr__(self, "height", _positive(self.height, "pusher.height"))
+        object.__setattr__(self, "mass", _positive(self.mass, "pusher.mass"))
+        object.__setattr__(self, "friction", _non_negative(self.friction, "pusher.friction"))
+        object.__setattr__(self, "position", _vector(self.position, 2, "pusher.position"))
+        object.__setattr__(self, "max_speed", _positive(self.max_speed, "pusher.max_speed"))
+
+
+@dataclass(frozen=True)
+class ObjectSpec:
+    """A movable object (a "slider") that slides on the table.
+
+    Attributes:
+        name: unique name, used by the mocap mapping and the interfaces.
+        shape: ``"cylinder"`` or ``"box"``.
+        radius: cylinder radius, m (paper: 5.12 cm); ignored for boxes.
+        half_extents: box half sizes (x, y) in the object frame, m; ignored for cylinders.
+        height: m (geometry only; the motion is planar).
+        mass: kg.
+        friction: object/table sliding friction coefficient.
+        pose: initial (x, y, yaw) in the table frame, m and rad.
+    """
+
+    name: str
+    shape: str = "cylinder"
+    radius: float = 0.0512
+    half_extents: tuple[float, float] = (0.0545, 0.077)
+    height: float = 0.0245
+    mass: float = 0.5
+    friction: float = 1.0
+    pose: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise SceneError(f"object.name: expected a non-empty string, got {self.name!r}")
+        where = f"objects[{self.name}]"
+        if self.shape not in SHAPES:
+            raise SceneError(f"{where}.shape: expected one of {SHAPES}, got {self.shape!r}")
+        object.__setattr__(self, "radius", _positive(self.radius, f"{where}.radius"))
+        extents = _vector(self.half_extents, 2, f"{where}.half_extents")
+        for index, value in enumerate(extents):
+            _positive(value, f"{where}.half_extents[{index}]")
+        object.__setattr__(self, "half_extents", extents)
+        object.__setattr__(self, "height", _positive(self.height, f"{where}.height"))
+        object.__setattr__(self, "mass", _positive(self.mass, f"{where}.mass"))
+        object.__setattr__(self, "friction", _non_negative(self.friction, f"{where}.friction"))
+        object.__setattr__(self, "pose", _vector(self.pose, 3, f"{where}.pose"))
+
+    @property
+    def bounding_radius(self) -> float:
+        """Radius of the smallest disc around the object's centre that contains it, m."""
+        if self.shape == "cylinder":
+            return self.radius
+        return math.hypot(*self.half_extents)
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """A static obstacle the target object and the pusher must not hit.
+
+    Attributes:
+        name: unique name.
+        shape: ``"cylinder"`` or ``"box"``.
+        radius: cylinder radius, m (ISRR: 3.75 cm).
+        half_extents: box half sizes (x, y), m.
+        pose: (x, y, yaw), m and rad.
+    """
+
+    name: str
+    shape: str = "cylinder"
+    radius: float = 0.0375
+    half_extents: tuple[float, float] = (0.05, 0.05)
+    pose: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise SceneError(f"obstacle.name: expected a non-empty string, got {self.name!r}")
+        where = f"obstacles[{self.name}]"
+        if self.shape not in SHAPES:
+            raise SceneError(f"{where}.shape: expected one of {SHAPES}, got {self.shape!r}")
+        object.__setattr__(self, "radius", _positive(self.radius, f"{where}.radius"))
+        extents = _vector(self.half_extents, 2, f"{where}.half_extents")
+        for index, value in enumerate(extents):
+            _positive(value, f"{where}.half_extents[{index}]")
+        object.__setattr__(self, "half_extents", extents)
+        object.__setattr__(self, "pose", _vector(self.pose, 3, f"{where}.pose"))
+
+
+@dataclass(frozen=True)
+class GoalRegion:
+    """Circular goal region on the table.
+
+    Attributes:
+        center: (x, y), m.
+        radius: m; the target is in the goal when its centre is within this distance.
+    """
+
+    center: tuple[float, float] = (0.0, 0.0)
+    radius: float = 0.05
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "center", _vector(self.center, 2, "goal.center"))
+        object.__setattr__(self, "radius", _positive(self.radius, "goal.radius"))
+
+    def contains(self, x: float, y: float) -> bool:
+        return math.hypot(x - self.center[0], y - self.center[1]) <= self.radius
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A complete pushing scene.
+
+    Attributes:
+        name: scene name.
+        table: the table top.
+        pusher: the pusher and its initial position.
+        objects: the movable objects, 1..n, in state order.
+        obstacles: static obstacles (may be empty).
+        goal: the goal region, or None when the scene has no task.
+        target: name of the object to push into the goal (defaults to the first object).
+        object_friction: object/object friction coefficient.
+    """
+
+    name: str
+    table: Table = field(default_factory=Table)
+    pusher: Pusher = field(default_factory=Pusher)
+    objects: tuple[ObjectSpec, ...] = ()
+    obstacles: tuple[Obstacle, ...] = ()
+    goal: GoalRegion | None = None
+    target: str | None = None
+    object_friction: float = 0.2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "objects", tuple(self.objects))
+        object.__setattr__(self, "obstacles", tuple(self.obstacles))
+        if not self.objects:
+            raise SceneError("objects: a scene needs at least one object")
+        names = [spec.name for spec in self.objects] + [ob.name for ob in self.obstacles]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise SceneError(f"objects/obstacles: duplicate names {duplicates}")
+        if self.target is None:
+            object.__setattr__(self, "target", self.objects[0].name)
+        elif self.target not in self.object_names:
+            raise SceneError(
+                f"target: {self.target!r} is not an object of the scene {list(self.object_names)}"
+            )
+        object.__setattr__(
+            self, "object_friction", _non_negative(self.object_friction, "object_friction")
+        )
+
+    @property
+    def object_names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self.objects)
+
+    @property
+    def target_index(self) -> int:
+        return self.object_names.index(self.target)
+
+    def object_index(self, name: str) -> int:
+        """Index of the object called ``name`` in the state; raises KeyError naming it."""
+        try:
+            return self.object_names.index(name)
+        except ValueError:
+            raise KeyError(f"unknown object {name!r}; scene has {list(self.object_names)}") from None
+
+    @property
+    def layout(self) -> StateLayout:
+        return StateLayout(len(self.objects))
+
+
+_KNOWN_KEYS = {
+    "scene": {"name", "table", "pusher", "objects", "obstacles", "goal", "target", "object_friction"},
+    "table": {"length", "width", "friction"},
+    "pusher": {"radius", "height", "mass", "friction", "position", "max_speed"},
+    "object": {"name", "shape", "radius", "half_extents", "height", "mass", "friction", "pose"},
+    "obstacle": {"name", "shape", "radius", "half_extents", "pose"},
+    "goal": {"center", "radius"},
+}
+
+
+def _mapping(value: Any, kind: str, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SceneError(f"{where}: expected a mapping, got {type(value).__name__}")
+    unknown = sorted(set(value) - _KNOWN_KEYS[kind])
+    if unknown:
+        raise SceneError(f"{where}: unknown field(s) {unknown}; known: {sorted(_KNOWN_KEYS[kind])}")
+    return value
+
+
+def scene_from_dict(data: Mapping[str, Any]) -> Scene:
+    """Build a validated :class:`Scene` from plain data (e.g. parsed YAML)."""
+    data = _mapping(data, "scene", "scene")
+    if "name" not in data:
+        raise SceneError("name: missing")
+    objects_data = data.get("objects")
+    if not isinstance(objects_data, Sequence) or isinstance(objects_data, (str, bytes)):
+        raise SceneError("objects: expected a list of objects")
+    objects = []
+    for index, item in enumerate(objects_data):
+        item = _mapping(item, "object", f"objects[{index}]")
+        if "name" not in item:
+            raise SceneError(f"objects[{index}].name: missing")
+        objects.append(ObjectSpec(**item))
+    obstacles = []
+    for index, item in enumerate(data.get("obstacles") or ()):
+        item = _mapping(item, "obstacle", f"obstacles[{index}]")
+        if "name" not in item:
+            raise SceneError(f"obstacles[{index}].name: missing")
+        obstacles.append(Obstacle(**item))
+    goal_data = data.get("goal")
+    goal = GoalRegion(**_mapping(goal_data, "goal", "goal")) if goal_data is not None else None
+    return Scene(
+        name=str(data["name"]),
+        table=Table(**_mapping(data.get("table") or {}, "table", "table")),
+        pusher=Pusher(**_mapping(data.get("pusher") or {}, "pusher", "pusher")),
+        objects=tuple(objects),
+        obstacles=tuple(obstacles),
+        goal=goal,
+        target=data.get("target"),
+        object_friction=data.get("object_friction", 0.2),
+    )
+
+
+def load_scene(path: str | Path) -> Scene:
+    """Read a scene YAML file; errors name the file and the offending field."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise SceneError(f"{path}: cannot read scene file ({error.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise SceneError(f"{path}: invalid YAML ({error})") from None
+    try:
+        return scene_from_dict(data)
+    except SceneError as error:
+        raise SceneError(f"{path}: {error}") from None
+

@@ -2,8 +2,8 @@
 
 from parapush.scene.description import (
     GoalRegion,
-    Obstacle,
     ObjectSpec,
+    Obstacle,
     Pusher,
     Scene,
     SceneError,

@@ -1,0 +1,245 @@
+"""Conversions between the ``parareal_pushing`` messages and the core's arrays/dataclasses.
+
+Every function that reads a message validates it and raises :class:`MessageError` with a
+message naming the offending field, so services can answer ``success = false`` instead
+of failing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from parareal_pushing.msg import ControlSequence, ObjectState, PredictedTrajectory, PusherControl, SceneState
+
+from parapush.scene import Scene, SceneSnapshot, StateLayout, wrap_angle
+
+
+class MessageError(ValueError):
+    """A message is malformed; the text names the field."""
+
+
+PUSHER_NAME = "pusher"
+
+
+def time_to_seconds(stamp: Time) -> float:
+    return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
+
+
+def seconds_to_time(seconds: float) -> Time:
+    if not math.isfinite(seconds) or seconds < 0.0:
+        seconds = 0.0
+    whole = int(seconds)
+    return Time(sec=whole, nanosec=min(int(round((seconds - whole) * 1e9)), 999_999_999))
+
+
+def _body_geometry(body: ObjectState, spec) -> None:
+    if spec.shape == "cylinder":
+        body.shape = ObjectState.SHAPE_CYLINDER
+        body.radius = float(spec.radius)
+    else:
+        body.shape = ObjectState.SHAPE_BOX
+        body.half_extent_x, body.half_extent_y = (float(v) for v in spec.half_extents)
+
+
+def state_to_msg(
+    state: np.ndarray,
+    scene: Scene,
+    *,
+    stamp: float = 0.0,
+    frame_id: str = "table",
+    pusher_valid: bool = True,
+    object_valid: Sequence[bool] | None = None,
+    pusher_age: float = 0.0,
+    object_age: Sequence[float] | None = None,
+) -> SceneState:
+    """A state vector (4 + 6 n,) of ``scene`` as a SceneState message."""
+    layout = scene.layout
+    state = layout.check(state, "state")
+    message = SceneState()
+    message.header.stamp = seconds_to_time(stamp)
+    message.header.frame_id = frame_id
+    pusher = message.pusher
+    pusher.name = PUSHER_NAME
+    pusher.shape = ObjectState.SHAPE_CYLINDER
+    pusher.radius = float(scene.pusher.radius)
+    pusher.x, pusher.y = (float(v) for v in state[layout.pusher_position])
+    pusher.vx, pusher.vy = (float(v) for v in state[layout.pusher_velocity])
+    pusher.valid = bool(pusher_valid)
+    pusher.age = float(pusher_age)
+    for index, spec in enumerate(scene.objects):
+        body = ObjectState(name=spec.name)
+        _body_geometry(body, spec)
+        x, y, yaw = state[layout.object_pose(index)]
+        vx, vy, yaw_rate = state[layout.object_twist(index)]
+        body.x, body.y, body.yaw = float(x), float(y), float(wrap_angle(yaw))
+        body.vx, body.vy, body.yaw_rate = float(vx), float(vy), float(yaw_rate)
+        body.valid = True if object_valid is None else bool(object_valid[index])
+        body.age = 0.0 if object_age is None else float(object_age[index])
+        message.objects.append(body)
+    return message
+
+
+def snapshot_to_msg(snapshot: SceneSnapshot, scene: Scene, *, frame_id: str = "table") -> SceneState:
+    """A :class:`SceneSnapshot` as a SceneState message (object order and names of ``scene``)."""
+    if tuple(snapshot.object_names) != scene.object_names:
+        raise MessageError(
+            f"snapshot objects {list(snapshot.object_names)} do not match the scene {list(scene.object_names)}"
+        )
+    return state_to_msg(
+        snapshot.state,
+        scene,
+        stamp=snapshot.stamp,
+        frame_id=frame_id,
+        pusher_valid=snapshot.pusher_valid,
+        object_valid=snapshot.object_valid,
+        pusher_age=snapshot.pusher_age,
+        object_age=snapshot.object_age,
+    )
+
+
+def _finite_fields(body: ObjectState, where: str, names: Sequence[str]) -> list[float]:
+    values = []
+    for name in names:
+        value = getattr(body, name)
+        if not math.isfinite(value):
+            raise MessageError(f"{where}.{name}: must be finite, got {value!r}")
+        values.append(float(value))
+    return values
+
+
+def msg_to_snapshot(message: SceneState, scene: Scene, *, require_valid: bool = False) -> SceneSnapshot:
+    """A SceneState message as a :class:`SceneSnapshot` in the object order of ``scene``.
+
+    Objects are matched by name; every object of the scene must be present exactly once.
+    Raises:
+        MessageError: naming the field (unknown/missing/duplicate object, non-finite value,
+            or an invalid body when ``require_valid``).
+    """
+    layout = scene.layout
+    state = np.zeros(layout.dimension)
+    px, py, pvx, pvy = _finite_fields(message.pusher, "pusher", ("x", "y", "vx", "vy"))
+    state[layout.pusher_position] = (px, py)
+    state[layout.pusher_velocity] = (pvx, pvy)
+    if require_valid and not message.pusher.valid:
+        raise MessageError("pusher.valid: the pusher is not tracked (stale)")
+    seen: dict[str, int] = {}
+    valid = np.ones(len(scene.objects), bool)
+    age = np.zeros(len(scene.objects))
+    for position, body in enumerate(message.objects):
+        where = f"objects[{position}]"
+        if body.name in seen:
+            raise MessageError(f"{where}.name: duplicate object {body.name!r}")
+        try:
+            index = scene.object_index(body.name)
+        except KeyError:
+            raise MessageError(
+                f"{where}.name: unknown object {body.name!r}; the scene has {list(scene.object_names)}"
+            ) from None
+        seen[body.name] = index
+        values = _finite_fields(body, where, ("x", "y", "yaw", "vx", "vy", "yaw_rate"))
+        state[layout.object_pose(index)] = values[:3]
+        state[layout.object_twist(index)] = values[3:]
+        valid[index] = bool(body.valid)
+        age[index] = float(body.age) if math.isfinite(body.age) else math.inf
+        if require_valid and not body.valid:
+            raise MessageError(f"{where}.valid: object {body.name!r} is not tracked (stale)")
+    missing = [name for name in scene.object_names if name not in seen]
+    if missing:
+        raise MessageError(f"objects: missing {missing}; every object of the scene is needed")
+    return SceneSnapshot(
+        stamp=time_to_seconds(message.header.stamp),
+        object_names=scene.object_names,
+        state=state,
+        pusher_valid=bool(message.pusher.valid),
+        object_valid=valid,
+        pusher_age=float(message.pusher.age) if math.isfinite(message.pusher.age) else math.inf,
+        object_age=age,
+    )
+
+
+def controls_to_msg(controls: np.ndarray, durations: np.ndarray | float) -> ControlSequence:
+    """Controls (N, 2) m/s held for durations (N,) s (or one duration) as a ControlSequence."""
+    controls = np.asarray(controls, dtype=float).reshape(-1, 2)
+    durations = np.broadcast_to(np.asarray(durations, dtype=float), (len(controls),))
+    message = ControlSequence()
+    message.header.frame_id = "table"
+    message.controls = [
+        PusherControl(vx=float(vx), vy=float(vy), duration=float(duration))
+        for (vx, vy), duration in zip(controls, durations, strict=True)
+    ]
+    return message
+
+
+def sequences_from_msgs(
+    sequences: Sequence[ControlSequence], *, max_sequences: int, max_controls: int = 1000, max_speed: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate control sequences and return (controls (B, N, 2) m/s, durations (B, N) s).
+
+    Raises:
+        MessageError: no sequences, too many, unequal lengths, empty sequences,
+            non-finite values, non-positive durations or speeds above ``max_speed``.
+    """
+    if len(sequences) == 0:
+        raise MessageError("sequences: at least one control sequence is needed")
+    if len(sequences) > max_sequences:
+        raise MessageError(f"sequences: {len(sequences)} sequences, at most {max_sequences} per request")
+    lengths = {len(sequence.controls) for sequence in sequences}
+    if len(lengths) != 1:
+        raise MessageError(f"sequences: all sequences must have the same length, got lengths {sorted(lengths)}")
+    length = lengths.pop()
+    if length == 0:
+        raise MessageError("sequences[*].controls: sequences are empty")
+    if length > max_controls:
+        raise MessageError(f"sequences[*].controls: {length} controls, at most {max_controls}")
+    values = np.array(
+        [[(c.vx, c.vy, c.duration) for c in sequence.controls] for sequence in sequences], dtype=float
+    )
+    bad = ~np.isfinite(values)
+    if bad.any():
+        b, n, column = np.argwhere(bad)[0]
+        field = ("vx", "vy", "duration")[column]
+        raise MessageError(f"sequences[{b}].controls[{n}].{field}: must be finite, got {values[b, n, column]!r}")
+    nonpositive = values[..., 2] <= 0.0
+    if nonpositive.any():
+        b, n = np.argwhere(nonpositive)[0]
+        raise MessageError(f"sequences[{b}].controls[{n}].duration: must be > 0, got {values[b, n, 2]!r}")
+    speeds = np.hypot(values[..., 0], values[..., 1])
+    too_fast = speeds > max_speed * (1.0 + 1e-9)
+    if too_fast.any():
+        b, n = np.argwhere(too_fast)[0]
+        raise MessageError(
+            f"sequences[{b}].controls[{n}]: speed {speeds[b, n]:.4g} m/s exceeds the limit {max_speed:.4g} m/s"
+        )
+    return values[..., :2].copy(), values[..., 2].copy()
+
+
+def trajectory_to_msg(
+    states: np.ndarray,
+    scene: Scene,
+    *,
+    exact_states: int = 0,
+    start_stamp: float = 0.0,
+    durations: Sequence[float] | None = None,
+    cost: float = 0.0,
+) -> PredictedTrajectory:
+    """Predicted states (N + 1, D) as a PredictedTrajectory; the first ``exact_states`` are exact.
+
+    ``durations`` (N,) s, when given, stamps each state at its predicted time.
+    """
+    layout: StateLayout = scene.layout
+    states = layout.check(states, "states")
+    times = np.zeros(len(states))
+    if durations is not None:
+        times[1:] = np.cumsum(np.asarray(durations, dtype=float))
+    message = PredictedTrajectory(cost=float(cost))
+    message.states = [state_to_msg(state, scene, stamp=start_stamp + t) for state, t in zip(states, times, strict=True)]
+    message.exact = [index < exact_states for index in range(len(states))]
+    return message
+
+
+def trajectory_from_msg(message: PredictedTrajectory, scene: Scene) -> np.ndarray:
+    """States (N + 1, D) of a PredictedTrajectory message."""
+    return np.stack([msg_to_snapshot(state, scene).state for state in message.states])

@@ -1,0 +1,11 @@
+"""The stack on the real robot: ros2 launch parareal_pushing robot.launch.py [scene_file:=...]
+
+Needs OptiTrack Motive streaming NatNet, the Robotiq gripper on its serial port and an arm
+velocity interface (e.g. MoveIt Servo) listening for TwistStamped; see the README.
+"""
+
+from parapush.nodes.launch_graph import generate_graph_launch_description
+
+
+def generate_launch_description():
+    return generate_graph_launch_description("real")

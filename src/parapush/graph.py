@@ -1,0 +1,102 @@
+"""The node graph (config/graph.yaml): which nodes run, with which parameter files, per profile.
+
+ROS-free, so the launch files, the bringup and the static checks all read the same file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+PROFILES = ("sim", "real")
+PACKAGE = "parareal_pushing"
+
+
+class GraphError(ValueError):
+    """The graph description is invalid; the message names the entry."""
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    """One node of the graph.
+
+    Attributes:
+        name: ROS node name.
+        executable: executable of the package (module ``parapush.nodes.<executable>``).
+        parameters: parameter file name, relative to the config directory.
+        profiles: profiles the node runs in (subset of ``PROFILES``).
+    """
+
+    name: str
+    executable: str
+    parameters: str
+    profiles: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for field_name in ("name", "executable", "parameters"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str) or not value:
+                raise GraphError(f"nodes[{self.name!r}].{field_name}: expected a non-empty string")
+        object.__setattr__(self, "profiles", tuple(self.profiles))
+        unknown = [profile for profile in self.profiles if profile not in PROFILES]
+        if unknown or not self.profiles:
+            raise GraphError(f"nodes[{self.name!r}].profiles: expected a non-empty subset of {PROFILES}, got {unknown}")
+
+
+@dataclass(frozen=True)
+class NodeGraph:
+    nodes: tuple[NodeEntry, ...]
+    config_dir: Path
+
+    def for_profile(self, profile: str) -> tuple[NodeEntry, ...]:
+        if profile not in PROFILES:
+            raise GraphError(f"profile: expected one of {PROFILES}, got {profile!r}")
+        return tuple(node for node in self.nodes if profile in node.profiles)
+
+    def parameters_path(self, node: NodeEntry) -> Path:
+        return self.config_dir / node.parameters
+
+    def node(self, name: str) -> NodeEntry:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"no node {name!r} in the graph; nodes: {[n.name for n in self.nodes]}")
+
+
+def config_dir() -> Path:
+    """The package's config directory: the source tree's, else the installed share directory."""
+    source = Path(__file__).resolve().parents[2] / "config"
+    if (source / "graph.yaml").is_file():
+        return source
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        candidate = Path(prefix) / "share" / PACKAGE / "config"
+        if (candidate / "graph.yaml").is_file():
+            return candidate
+    raise FileNotFoundError(f"cannot find the {PACKAGE} config directory (source tree or AMENT_PREFIX_PATH)")
+
+
+def load_graph(path: str | Path | None = None) -> NodeGraph:
+    """Read and validate the node graph (default: ``config/graph.yaml``)."""
+    path = Path(path) if path is not None else config_dir() / "graph.yaml"
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, Mapping) or not isinstance(data.get("nodes"), list):
+        raise GraphError(f"{path}: expected a mapping with a 'nodes' list")
+    nodes = []
+    for index, item in enumerate(data["nodes"]):
+        if not isinstance(item, Mapping):
+            raise GraphError(f"{path}: nodes[{index}]: expected a mapping")
+        unknown = sorted(set(item) - {"name", "executable", "parameters", "profiles"})
+        if unknown:
+            raise GraphError(f"{path}: nodes[{index}]: unknown field(s) {unknown}")
+        try:
+            nodes.append(NodeEntry(**item))
+        except TypeError as error:
+            raise GraphError(f"{path}: nodes[{index}]: {error}") from None
+    names = [node.name for node in nodes]
+    if len(set(names)) != len(names):
+        raise GraphError(f"{path}: duplicate node names in {names}")
+    return NodeGraph(nodes=tuple(nodes), config_dir=path.parent)

@@ -1,0 +1,116 @@
+"""Declared, described and validated node parameters.
+
+Each node lists its parameters once as :class:`ParameterSpec` rows; :func:`declare_parameters`
+declares them with a ``ParameterDescriptor`` (description, integer/float range, read-only)
+and validates the values at start-up, raising :class:`ParameterError` naming the parameter,
+so a bad YAML file or command-line override stops the node before it does anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterValueException
+from rclpy.node import Node
+
+
+class ParameterError(ValueError):
+    """A node parameter has an invalid value; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One node parameter.
+
+    Attributes:
+        name: parameter name (dots allowed for groups).
+        default: default value; its Python type fixes the parameter type
+            (bool, int, float, str, or a list of one of them).
+        description: what it is, with its unit.
+        minimum, maximum: inclusive range for numbers (None: unbounded).
+        choices: allowed values for strings (None: any).
+        allow_empty: for strings, whether "" is allowed.
+    """
+
+    name: str
+    default: Any
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: Sequence[str] | None = None
+    allow_empty: bool = True
+
+    def descriptor(self) -> ParameterDescriptor:
+        text = self.description
+        if self.choices:
+            text += f" (one of: {', '.join(self.choices)})"
+        descriptor = ParameterDescriptor(name=self.name, description=text, read_only=True)
+        if isinstance(self.default, bool):
+            return descriptor
+        if isinstance(self.default, int) and (self.minimum is not None or self.maximum is not None):
+            descriptor.integer_range = [
+                IntegerRange(
+                    from_value=int(self.minimum if self.minimum is not None else -(2**62)),
+                    to_value=int(self.maximum if self.maximum is not None else 2**62),
+                    step=0,
+                )
+            ]
+        elif isinstance(self.default, float) and (self.minimum is not None or self.maximum is not None):
+            descriptor.floating_point_range = [
+                FloatingPointRange(
+                    from_value=float(self.minimum if self.minimum is not None else -1e300),
+                    to_value=float(self.maximum if self.maximum is not None else 1e300),
+                    step=0.0,
+                )
+            ]
+        return descriptor
+
+    def validate(self, value: Any) -> Any:
+        where = f"parameter '{self.name}'"
+        if isinstance(self.default, float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if type(value) is not type(self.default) and not (
+            isinstance(self.default, list) and isinstance(value, (list, tuple))
+        ):
+            raise ParameterError(f"{where}: expected {type(self.default).__name__}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ParameterError(f"{where}: must be finite, got {value!r}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if self.minimum is not None and value < self.minimum:
+                raise ParameterError(f"{where}: {value!r} is below the minimum {self.minimum!r}")
+            if self.maximum is not None and value > self.maximum:
+                raise ParameterError(f"{where}: {value!r} is above the maximum {self.maximum!r}")
+        if isinstance(value, str):
+            if not value and not self.allow_empty:
+                raise ParameterError(f"{where}: must not be empty")
+            if self.choices is not None and value not in self.choices:
+                raise ParameterError(f"{where}: {value!r} is not one of {list(self.choices)}")
+        return list(value) if isinstance(value, tuple) else value
+
+
+def declare_parameters(node: Node, specs: Iterable[ParameterSpec]) -> dict[str, Any]:
+    """Declare every parameter on ``node`` and return the validated values by name.
+
+    Raises:
+        ParameterError: naming the first invalid parameter.
+    """
+    values: dict[str, Any] = {}
+    for spec in specs:
+        try:
+            parameter = node.declare_parameter(spec.name, spec.default, spec.descriptor())
+        except InvalidParameterValueException as error:
+            raise ParameterError(f"parameter '{spec.name}': {error}") from None
+        except TypeError as error:  # rclpy: override of the wrong type
+            raise ParameterError(f"parameter '{spec.name}': {error}") from None
+        values[spec.name] = spec.validate(parameter.value)
+    return values
+
+
+def undeclared_keys(declared: Iterable[str], parameter_file_entries: dict[str, Any]) -> list[str]:
+    """Keys of a node's parameter-file entries that the node does not declare (for static checks)."""
+    names = set(declared) | {"use_sim_time"}
+    return sorted(key for key in parameter_file_entries if key not in names)

@@ -1,0 +1,28 @@
+"""The serial backend: the fine model's own loop, one segment after the other."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from parapush.physics.fine import FineModel
+
+
+class SerialBackend:
+    """Runs :meth:`FineModel.propagate` on the calling thread (``workers = 1``)."""
+
+    def __init__(self, fine_model: FineModel) -> None:
+        self.fine_model = fine_model
+        self.layout = fine_model.layout
+        self.workers = 1
+
+    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        return self.fine_model.propagate(states, controls, durations)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> SerialBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -14,6 +14,7 @@ import yaml
 
 PROFILES = ("sim", "real")
 PACKAGE = "parareal_pushing"
+DEFAULT_SCENE = "clutter_fig1.yaml"
 
 
 class GraphError(ValueError):
@@ -100,3 +101,20 @@ def load_graph(path: str | Path | None = None) -> NodeGraph:
     if len(set(names)) != len(names):
         raise GraphError(f"{path}: duplicate node names in {names}")
     return NodeGraph(nodes=tuple(nodes), config_dir=path.parent)
+
+
+def resolve_scene_path(scene_file: str) -> Path:
+    """A scene given as a path, or as a file name in the package's ``config/scenes/``.
+
+    Raises:
+        FileNotFoundError: naming what was looked for.
+    """
+    if not scene_file:
+        scene_file = DEFAULT_SCENE
+    path = Path(scene_file).expanduser()
+    if path.is_file():
+        return path
+    candidate = config_dir() / "scenes" / scene_file
+    if candidate.is_file():
+        return candidate
+    raise FileNotFoundError(f"scene_file: {scene_file!r} is neither a file nor a scene in {candidate.parent}")

@@ -12,11 +12,11 @@ from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from parapush.graph import PACKAGE, load_graph
+from parapush.graph import DEFAULT_SCENE, PACKAGE, load_graph
 
 # Launch arguments passed to every node as parameter overrides (when the node declares them).
 SHARED_ARGUMENTS = {
-    "scene_file": ("", "scene YAML file (empty: each node's parameter file decides)"),
+    "scene_file": (DEFAULT_SCENE, "scene: a YAML path, or a file name in the package's config/scenes/"),
 }
 
 

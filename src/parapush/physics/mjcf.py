@@ -1,15 +1,198 @@
-"""Translate a :class:`~parapush.scene.Scene` into MuJoCo's MJCF XML."""
+"""Translate a :class:`~parapush.scene.Scene` into MuJoCo's MJCF XML.
+
+The model (world frame = table frame, z up, table top at z = 0):
+
+- **Table**: an infinite plane at z = 0. Objects do not physically fall off it; "off the
+  table" is decided from the planar state by
+  :func:`parapush.physics.table_support.objects_off_table` (the object's centre beyond an
+  edge, i.e. where a real object would tip over). The planar state has no height, so a
+  physically falling object could not be represented anyway.
+- **Objects**: one body each, with joints slide x, slide y, slide z, hinge z in this
+  order (so the slides move along table axes and the hinge is the yaw). The slide z joint
+  exists only so that the table contact carries the object's weight: with pure planar
+  joints the contact normal has no degree of freedom to act on and the Coulomb friction
+  would not scale with the weight. Object (x, y, yaw) and their rates are the joints'
+  qpos/qvel directly (bodies sit at the origin, qpos0 = 0).
+  Cylinders rest on the plane with MuJoCo's cylinder/plane collider (3 rim contacts),
+  boxes with the box/plane collider (4 corners).
+- **Lateral colliders**: contacts between pusher, objects and obstacles use a *separate*
+  geom per body, either the cylinder itself or a vertical capsule of the same radius
+  whose axis segment spans the object's height (``FineSettings.object_collider`` /
+  ``pusher_collider``). Two vertical segments with overlapping height ranges have their
+  closest points at equal height, so capsule contacts have exactly the planar geometry
+  of the cylinders (normal horizontal, distance = centre distance - radii) and use
+  MuJoCo's analytic capsule colliders. Boxes always collide as boxes.
+- **Friction, per pair**: MuJoCo combines two geoms' coefficients by taking the larger,
+  so with the authors' numbers (slider 1.0 for the table, pusher 0.2) the pusher/slider
+  contact would silently get 1.0. Every contact is therefore an explicit ``<pair>`` with
+  its own coefficient (and geoms have ``contype = conaffinity = 0``):
+  object/table ``max(table.friction, object.friction)`` (the scene's documented rule),
+  pusher/object and pusher/obstacle ``pusher.friction``, object/object and
+  object/obstacle ``scene.object_friction``. The pusher has no pair with the table.
+- **Pusher**: a body with slide x, slide y joints, mass ``pusher.mass`` plus
+  ``FineSettings.pusher_armature`` of reflected arm inertia, driven by MuJoCo velocity
+  actuators (ctrl = commanded velocity, m/s) with gain
+  ``kv = pusher_servo_ratio * (mass + armature) / timestep``. The authors' kv = 1e6 on 8 kg
+  gives timestep*kv/m = 125, unstable for explicit Euler (needs < 2) and RK4 (< 2.8); a
+  ratio of 1 is dead-beat for Euler, and the large reflected inertia keeps the velocity
+  error under a contact force F at F / kv (about 0.1 mm/s for 5 N with the defaults).
+- **Obstacles**: geoms of the world body, 0.1 m tall.
+- ``autoreset`` is disabled so that a diverging simulation yields NaN (which the fine
+  model reports as a NaN row) instead of a silent reset to the initial pose.
+"""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ElementTree
 from typing import TYPE_CHECKING
 
-from parapush.scene import Scene
+from parapush.scene import ObjectSpec, Obstacle, Scene
 
 if TYPE_CHECKING:
     from parapush.physics.fine import FineSettings
 
+OBSTACLE_HEIGHT = 0.1
+"""Height of the obstacle geoms, m (the scene gives none; taller than every object)."""
+
+_MJCF_INTEGRATORS = {"euler": "Euler", "implicitfast": "implicitfast", "rk4": "RK4"}
+
+
+def _numbers(*values: float) -> str:
+    return " ".join(repr(float(value)) for value in values)
+
+
+def object_body_name(index: int) -> str:
+    """MuJoCo body name of object ``index`` (scene names may hold any characters)."""
+    return f"object{index}"
+
+
+def _element(parent: ElementTree.Element, tag: str, **attributes: str) -> ElementTree.Element:
+    return ElementTree.SubElement(parent, tag, attributes)
+
+
+def _vertical_collider(
+    parent: ElementTree.Element, name: str, kind: str, radius: float, bottom: float, top: float
+) -> None:
+    """A capsule or cylinder of ``radius`` whose axis spans heights [bottom, top]."""
+    if kind == "capsule":
+        _element(parent, "geom", name=name, type="capsule", size=_numbers(radius),
+                 fromto=_numbers(0, 0, bottom, 0, 0, top))
+    else:
+        _element(parent, "geom", name=name, type="cylinder", size=_numbers(radius, 0.5 * (top - bottom)),
+                 pos=_numbers(0, 0, 0.5 * (top + bottom)))
+
+
+def _object_inertia(spec: ObjectSpec) -> tuple[float, float, float]:
+    """Principal moments of inertia (kg m^2) of a uniform cylinder or box about its centre."""
+    if spec.shape == "cylinder":
+        lateral = spec.mass * (3 * spec.radius**2 + spec.height**2) / 12.0
+        return (lateral, lateral, 0.5 * spec.mass * spec.radius**2)
+    half_x, half_y = spec.half_extents
+    return (
+        spec.mass * (4 * half_y**2 + spec.height**2) / 12.0,
+        spec.mass * (4 * half_x**2 + spec.height**2) / 12.0,
+        spec.mass * (half_x**2 + half_y**2) / 3.0,
+    )
+
+
+def _add_object(world: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings) -> None:
+    name = object_body_name(index)
+    body = _element(world, "body", name=name, pos="0 0 0")
+    _element(body, "joint", name=f"{name}_x", type="slide", axis="1 0 0")
+    _element(body, "joint", name=f"{name}_y", type="slide", axis="0 1 0")
+    _element(body, "joint", name=f"{name}_z", type="slide", axis="0 0 1")
+    _element(body, "joint", name=f"{name}_yaw", type="hinge", axis="0 0 1")
+    half_height = 0.5 * spec.height
+    _element(body, "inertial", pos=_numbers(0, 0, half_height), mass=_numbers(spec.mass),
+             diaginertia=_numbers(*_object_inertia(spec)))
+    if spec.shape == "cylinder":
+        _element(body, "geom", name=f"{name}_support", type="cylinder",
+                 size=_numbers(spec.radius, half_height), pos=_numbers(0, 0, half_height))
+        _vertical_collider(body, f"{name}_collider", settings.object_collider, spec.radius, 0.0, spec.height)
+    else:
+        half_x, half_y = spec.half_extents
+        _element(body, "geom", name=f"{name}_support", type="box",
+                 size=_numbers(half_x, half_y, half_height), pos=_numbers(0, 0, half_height))
+        _element(body, "geom", name=f"{name}_collider", type="box",
+                 size=_numbers(half_x, half_y, half_height), pos=_numbers(0, 0, half_height))
+
+
+def _add_obstacle(world: ElementTree.Element, index: int, obstacle: Obstacle, settings: FineSettings) -> None:
+    x, y, yaw = obstacle.pose
+    name = f"obstacle{index}"
+    if obstacle.shape == "cylinder":
+        holder = _element(world, "body", name=name, pos=_numbers(x, y, 0))
+        _vertical_collider(holder, f"{name}_collider", settings.object_collider, obstacle.radius,
+                           0.0, OBSTACLE_HEIGHT)
+    else:
+        half_x, half_y = obstacle.half_extents
+        holder = _element(world, "body", name=name, pos=_numbers(x, y, 0),
+                          euler=_numbers(0, 0, yaw))
+        _element(holder, "geom", name=f"{name}_collider", type="box",
+                 size=_numbers(half_x, half_y, 0.5 * OBSTACLE_HEIGHT), pos=_numbers(0, 0, 0.5 * OBSTACLE_HEIGHT))
+
+
+def pusher_servo_gain(scene: Scene, settings: FineSettings) -> float:
+    """Velocity gain kv of the pusher actuators, N s/m."""
+    return settings.pusher_servo_ratio * (scene.pusher.mass + settings.pusher_armature) / settings.timestep
+
 
 def scene_to_mjcf(scene: Scene, settings: FineSettings) -> str:
-    """MJCF XML of the scene (see :mod:`parapush.physics.fine` for the modelling choices)."""
-    raise NotImplementedError
+    """MJCF XML of the scene for the fine model (see the module docstring for the choices).
+
+    Bodies: ``pusher`` (joints ``pusher_x``, ``pusher_y``; actuators ``pusher_vx``,
+    ``pusher_vy``), ``object<i>`` (joints ``object<i>_x|_y|_z|_yaw``), ``obstacle<j>``.
+    """
+    root = ElementTree.Element("mujoco", model=f"parapush_{scene.name}")
+    _element(root, "compiler", angle="radian", autolimits="true")
+    option = _element(root, "option", timestep=_numbers(settings.timestep),
+                      integrator=_MJCF_INTEGRATORS[settings.integrator], cone="pyramidal")
+    _element(option, "flag", autoreset="disable")
+    _element(root, "default").append(ElementTree.Element("geom", contype="0", conaffinity="0", density="0"))
+    world = _element(root, "worldbody")
+    half_length, half_width = scene.table.half_extents
+    _element(world, "geom", name="table", type="plane", size=_numbers(half_length, half_width, 0.05))
+
+    pusher = scene.pusher
+    pusher_body = _element(world, "body", name="pusher", pos="0 0 0")
+    for axis, direction in (("x", "1 0 0"), ("y", "0 1 0")):
+        _element(pusher_body, "joint", name=f"pusher_{axis}", type="slide", axis=direction,
+                 armature=_numbers(settings.pusher_armature))
+    _element(pusher_body, "inertial", pos=_numbers(0, 0, 0.5 * pusher.height), mass=_numbers(pusher.mass),
+             diaginertia=_numbers(*(pusher.mass * pusher.radius**2 / 2.0,) * 3))
+    # The collider spans heights [0, pusher.height]: it overlaps every object's height band and
+    # cannot touch the table (no pusher/table pair exists).
+    _vertical_collider(pusher_body, "pusher_collider", settings.pusher_collider, pusher.radius,
+                       0.0, pusher.height)
+
+    for index, spec in enumerate(scene.objects):
+        _add_object(world, index, spec, settings)
+    for index, obstacle in enumerate(scene.obstacles):
+        _add_obstacle(world, index, obstacle, settings)
+
+    contact = _element(root, "contact")
+
+    def pair(first: str, second: str, friction: float) -> None:
+        # sliding, torsional, rolling x2; only the sliding coefficient matters at condim 3
+        _element(contact, "pair", geom1=first, geom2=second, condim="3",
+                 friction=_numbers(friction, friction, 0.005, 0.0001, 0.0001))
+
+    for index, spec in enumerate(scene.objects):
+        name = object_body_name(index)
+        pair("table", f"{name}_support", max(scene.table.friction, spec.friction))
+        pair("pusher_collider", f"{name}_collider", pusher.friction)
+        for other in range(index + 1, len(scene.objects)):
+            pair(f"{name}_collider", f"{object_body_name(other)}_collider", scene.object_friction)
+        for other in range(len(scene.obstacles)):
+            pair(f"{name}_collider", f"obstacle{other}_collider", scene.object_friction)
+    for other in range(len(scene.obstacles)):
+        pair("pusher_collider", f"obstacle{other}_collider", pusher.friction)
+
+    actuators = _element(root, "actuator")
+    gain = _numbers(pusher_servo_gain(scene, settings))
+    for axis in ("x", "y"):
+        _element(actuators, "velocity", name=f"pusher_v{axis}", joint=f"pusher_{axis}", kv=gain)
+
+    ElementTree.indent(root)
+    return ElementTree.tostring(root, encoding="unicode")
+

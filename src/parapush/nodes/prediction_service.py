@@ -1,0 +1,214 @@
+"""Prediction service node: ``PredictTrajectory`` answered by Parareal on a MuJoCo worker pool.
+
+Parameters are declared with ranges and validated at start-up; the worker pool is created
+once. Every request is answered: malformed ones with ``success = false`` and a message
+naming what was wrong. Diagnostics (request count, latency percentiles, iterations, worker
+health) are published on ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from parareal_pushing.srv import PredictTrajectory
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+
+from parapush.graph import resolve_scene_path
+from parapush.nodes.conversions import MessageError, msg_to_snapshot, sequences_from_msgs, trajectory_to_msg
+from parapush.nodes.node_main import run_node
+from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters
+from parapush.physics.fine import COLLIDERS, INTEGRATORS, FineSettings
+from parapush.prediction import (
+    BACKENDS,
+    COARSE_MODELS,
+    SCHEDULES,
+    PredictionEngine,
+    PredictionError,
+    PredictionLimits,
+    PredictionOutcome,
+    PredictionRequest,
+    PredictionSettings,
+    RequestError,
+)
+from parapush.scene import SceneError, load_scene
+
+PARAMETERS = (
+    ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
+    ParameterSpec("backend", "threads", "fine-model execution backend", choices=BACKENDS),
+    ParameterSpec("workers", 0, "fine workers (threads or processes); 0: one per CPU core", minimum=0, maximum=256),
+    ParameterSpec("integrator", "euler", "MuJoCo integrator of the fine model", choices=INTEGRATORS),
+    ParameterSpec("timestep", 0.001, "fine-model time step, s", minimum=1e-5, maximum=0.01),
+    ParameterSpec("pusher_collider", "capsule", "pusher contact geometry", choices=COLLIDERS),
+    ParameterSpec("coarse_model", "analytical", "default coarse model", choices=COARSE_MODELS),
+    ParameterSpec("learned_weights", "", "learned coarse model weights (.npz); empty: the shipped ones"),
+    ParameterSpec("default_iterations", 1, "Parareal iterations K when a request gives none", minimum=0, maximum=64),
+    ParameterSpec("default_tolerance_position", 0.0, "m; default position tolerance (0: off)",
+                  minimum=0.0, maximum=1.0),
+    ParameterSpec("default_tolerance_angle", 0.0, "rad; default angle tolerance (0: off)", minimum=0.0, maximum=3.2),
+    ParameterSpec("default_deadline", 0.0, "s; default wall-time deadline (0: none)", minimum=0.0, maximum=600.0),
+    ParameterSpec("schedule", "auto", "Parareal vs sample-parallel fine: auto picks by the cost model",
+                  choices=SCHEDULES),
+    ParameterSpec("max_sequences", 64, "most control sequences per request", minimum=1, maximum=4096),
+    ParameterSpec("max_controls", 32, "most controls per sequence", minimum=1, maximum=1024),
+    ParameterSpec("max_speed", 0.5, "largest pusher speed a control may ask for, m/s", minimum=1e-3, maximum=5.0),
+    ParameterSpec("diagnostics_period", 1.0, "s between diagnostics messages", minimum=0.05, maximum=60.0),
+)
+
+
+def _optional(value: float) -> float | None:
+    return value if value > 0.0 else None
+
+
+class PredictionServiceNode(Node):
+    """Serves ``predict_trajectory`` (parareal_pushing/srv/PredictTrajectory)."""
+
+    def __init__(self, **node_options) -> None:
+        super().__init__("prediction_service", **node_options)
+        values = declare_parameters(self, PARAMETERS)
+        try:
+            self.scene = load_scene(resolve_scene_path(values["scene_file"]))
+        except (SceneError, FileNotFoundError) as error:
+            raise ParameterError(f"parameter 'scene_file': {error}") from None
+        try:
+            settings = PredictionSettings(
+                backend=values["backend"],
+                workers=values["workers"] or None,
+                fine=FineSettings(
+                    timestep=values["timestep"],
+                    integrator=values["integrator"],
+                    pusher_collider=values["pusher_collider"],
+                ),
+                coarse_model=values["coarse_model"],
+                learned_weights=values["learned_weights"] or None,
+                default_iterations=values["default_iterations"],
+                default_tolerance_position=_optional(values["default_tolerance_position"]),
+                default_tolerance_angle=_optional(values["default_tolerance_angle"]),
+                default_deadline=_optional(values["default_deadline"]),
+                schedule=values["schedule"],
+                limits=PredictionLimits(
+                    max_sequences=values["max_sequences"],
+                    max_controls=values["max_controls"],
+                    max_speed=values["max_speed"],
+                ),
+            )
+        except ValueError as error:
+            raise ParameterError(f"parameter {error}") from None
+        self.limits = settings.limits
+        self.engine = PredictionEngine(self.scene, settings)
+        self._service = self.create_service(
+            PredictTrajectory, "predict_trajectory", self._handle, callback_group=ReentrantCallbackGroup()
+        )
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._timer = self.create_timer(
+            values["diagnostics_period"], self._publish_diagnostics, callback_group=MutuallyExclusiveCallbackGroup()
+        )
+        self.get_logger().info(
+            f"ready: scene '{self.scene.name}' ({len(self.scene.objects)} objects), backend {settings.backend} "
+            f"with {self.engine.backend.workers} workers, coarse models {list(self.engine.coarse_models)}"
+            + (f" (unavailable: {self.engine.unavailable_coarse})" if self.engine.unavailable_coarse else "")
+        )
+
+    # -- service --------------------------------------------------------------------------------
+    def _handle(self, request: PredictTrajectory.Request, response: PredictTrajectory.Response):
+        try:
+            outcome = self.engine.predict(self._to_request(request))
+        except (MessageError, RequestError) as error:
+            response.success = False
+            response.message = f"invalid request: {error}"
+            return response
+        except PredictionError as error:
+            response.success = False
+            response.message = f"prediction failed: {error}"
+            self.get_logger().warning(response.message)
+            return response
+        except Exception as error:  # noqa: BLE001 - the service never dies on a request
+            response.success = False
+            response.message = f"internal error: {type(error).__name__}: {error}"
+            self.get_logger().error(f"{response.message}\n{traceback.format_exc()}")
+            return response
+        return self._fill(response, outcome, request)
+
+    def _to_request(self, request: PredictTrajectory.Request) -> PredictionRequest:
+        snapshot = msg_to_snapshot(request.initial_state, self.scene)
+        controls, durations = sequences_from_msgs(
+            request.sequences,
+            max_sequences=self.limits.max_sequences,
+            max_controls=self.limits.max_controls,
+            max_speed=self.limits.max_speed,
+        )
+        if request.iterations < -1:
+            raise MessageError(f"iterations: must be >= 0, or -1 for the default, got {request.iterations}")
+        return PredictionRequest(
+            initial_state=snapshot.state,
+            controls=controls,
+            durations=durations,
+            model=request.model or "parareal",
+            coarse_model=request.coarse_model or None,
+            iterations=None if request.iterations == -1 else request.iterations,
+            tolerance_position=_nonzero(request.tolerance_position, "tolerance_position"),
+            tolerance_angle=_nonzero(request.tolerance_angle, "tolerance_angle"),
+            deadline=_nonzero(request.deadline, "deadline"),
+        )
+
+    def _fill(self, response, outcome: PredictionOutcome, request: PredictTrajectory.Request):
+        stamp = float(request.initial_state.header.stamp.sec) + 1e-9 * request.initial_state.header.stamp.nanosec
+        response.trajectories = [
+            trajectory_to_msg(
+                states,
+                self.scene,
+                exact_states=outcome.exact_states,
+                start_stamp=stamp,
+                durations=[control.duration for control in sequence.controls],
+            )
+            for states, sequence in zip(outcome.trajectories, request.sequences, strict=True)
+        ]
+        response.success = True
+        response.iterations_used = outcome.iterations_used
+        response.exact_states = outcome.exact_states
+        response.update_position = [float(v) for v in outcome.update_position]
+        response.update_angle = [float(v) for v in outcome.update_angle]
+        response.stop_reason = outcome.stop_reason
+        response.time_coarse = outcome.time_coarse
+        response.time_fine = outcome.time_fine
+        response.time_correction = outcome.time_correction
+        response.time_total = outcome.time_total
+        response.message = (
+            f"{outcome.model} ({outcome.schedule}): {len(outcome.trajectories)} sequence(s), "
+            f"{outcome.iterations_used} iteration(s), stop: {outcome.stop_reason}"
+        )
+        return response
+
+    # -- diagnostics ----------------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        statistics = self.engine.statistics()
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.OK,
+            name=f"{self.get_name()}: prediction engine",
+            hardware_id=statistics.backend,
+            message=f"{statistics.requests} requests, {statistics.failures} failed",
+        )
+        status.values = [KeyValue(key=key, value=str(value)) for key, value in vars(statistics).items()]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics.publish(array)
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def _nonzero(value: float, name: str) -> float | None:
+    if value == 0.0:
+        return None
+    if not value > 0.0 or value == float("inf"):
+        raise MessageError(f"{name}: must be > 0 and finite, or 0 for off; got {value!r}")
+    return float(value)
+
+
+def main(args=None) -> int:
+    return run_node(PredictionServiceNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

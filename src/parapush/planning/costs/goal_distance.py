@@ -1,0 +1,76 @@
+"""Terminal cost: distance of the target object to the goal centre (ISRR J_N).
+
+For the target's final position p_N (m) and the goal centre g, radius r::
+
+    J_N = ||p_N - g||^2  +  outside_slope * max(0, ||p_N - g|| - r)
+
+The first part is the paper's terminal cost (m^2). The optional hinge (``outside_slope``,
+m^2 per m) keeps a constant pull towards the region while the target is outside it,
+where the quadratic's pull fades near the boundary; it is 0 inside the region.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from parapush.planning.costs.cost_term import CostConfigError, check_batch, checked_number
+from parapush.scene import Scene, StateLayout
+
+
+@dataclass(frozen=True)
+class GoalDistance:
+    """Terminal squared distance of the target to the goal centre, plus an outside hinge.
+
+    Attributes:
+        layout: state layout of the scene.
+        target_index: index of the target object in the state.
+        goal_center: (x, y) m.
+        goal_radius: m.
+        weight: the paper's terminal weight w.
+        outside_slope: m, weight of the hinge max(0, d - r) relative to d^2 (0: paper's cost).
+    """
+
+    name: ClassVar[str] = "goal_distance"
+    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "outside_slope")
+
+    layout: StateLayout
+    target_index: int
+    goal_center: tuple[float, float]
+    goal_radius: float
+    weight: float = 1.0
+    outside_slope: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weight", checked_number(self.weight, f"{self.name}.weight"))
+        object.__setattr__(
+            self, "outside_slope", checked_number(self.outside_slope, f"{self.name}.outside_slope")
+        )
+        object.__setattr__(
+            self, "goal_radius", checked_number(self.goal_radius, f"{self.name}.goal_radius", strict=True)
+        )
+
+    @classmethod
+    def from_scene(cls, scene: Scene, *, weight: float = 1.0, outside_slope: float = 0.0) -> GoalDistance:
+        if scene.goal is None:
+            raise CostConfigError(f"{cls.name}: scene {scene.name!r} has no goal region")
+        return cls(
+            layout=scene.layout,
+            target_index=scene.target_index,
+            goal_center=scene.goal.center,
+            goal_radius=scene.goal.radius,
+            weight=weight,
+            outside_slope=outside_slope,
+        )
+
+    def distances(self, trajectories: np.ndarray) -> np.ndarray:
+        """Distance (S,) m of the target's final position to the goal centre."""
+        final = self.layout.poses(trajectories[:, -1])[:, self.target_index, :2]
+        return np.linalg.norm(final - np.asarray(self.goal_center), axis=-1)
+
+    def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:
+        trajectories, _ = check_batch(trajectories, controls, self.layout.dimension)
+        distance = self.distances(trajectories)
+        return distance**2 + self.outside_slope * np.maximum(distance - self.goal_radius, 0.0)

@@ -1,0 +1,86 @@
+"""Running cost for the objects other than the target (journal, multi-object task).
+
+The journal's task lets the pusher touch the other objects but fails when one of them
+is pushed off the table or into the goal region. This term penalises
+
+- moving them: the squared displacement of each non-target object's centre from x_0
+  to x_N (m^2), and
+- pushing them into the goal region: ``goal_entry_cost`` (in the same m^2 units) for
+  each non-target object whose centre is inside the goal region at some state x_1..x_N::
+
+    J_other = sum_{i != target} ||c_i(N) - c_i(0)||^2 + goal_entry_cost * 1[exists n: c_i(n) in goal]
+
+Dropping them is charged by :mod:`~parapush.planning.costs.off_table`, which covers
+every object. With a single object the term is 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from parapush.planning.costs.cost_term import check_batch, checked_number
+from parapush.scene import Scene, StateLayout
+
+
+@dataclass(frozen=True)
+class NonTargetObjects:
+    """Displacement of the non-target objects plus a constant per object entering the goal.
+
+    Attributes:
+        layout: state layout of the scene.
+        target_index: index of the target object (excluded).
+        goal_center: (x, y) m, or None when the scene has no goal (no entry charge).
+        goal_radius: m.
+        weight: overall weight.
+        goal_entry_cost: m^2-equivalent charge per non-target object entering the goal.
+    """
+
+    name: ClassVar[str] = "non_target_objects"
+    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "goal_entry_cost")
+
+    layout: StateLayout
+    target_index: int
+    goal_center: tuple[float, float] | None
+    goal_radius: float
+    weight: float = 1.0
+    goal_entry_cost: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weight", checked_number(self.weight, f"{self.name}.weight"))
+        object.__setattr__(
+            self, "goal_entry_cost", checked_number(self.goal_entry_cost, f"{self.name}.goal_entry_cost")
+        )
+
+    @classmethod
+    def from_scene(
+        cls, scene: Scene, *, weight: float = 1.0, goal_entry_cost: float = 1.0
+    ) -> NonTargetObjects:
+        return cls(
+            layout=scene.layout,
+            target_index=scene.target_index,
+            goal_center=None if scene.goal is None else scene.goal.center,
+            goal_radius=0.0 if scene.goal is None else scene.goal.radius,
+            weight=weight,
+            goal_entry_cost=goal_entry_cost,
+        )
+
+    @property
+    def other_indices(self) -> np.ndarray:
+        return np.array([i for i in range(self.layout.object_count) if i != self.target_index], dtype=int)
+
+    def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:
+        trajectories, _ = check_batch(trajectories, controls, self.layout.dimension)
+        others = self.other_indices
+        if others.size == 0:
+            return np.zeros(trajectories.shape[0])
+        centres = self.layout.poses(trajectories)[:, :, others, :2]  # (S, N+1, m, 2)
+        displacement = centres[:, -1] - centres[:, 0]
+        total = np.einsum("smk,smk->s", displacement, displacement)
+        if self.goal_center is not None:
+            distance = np.linalg.norm(centres[:, 1:] - np.asarray(self.goal_center), axis=-1)
+            entered = np.any(distance <= self.goal_radius, axis=1)  # (S, m)
+            total = total + self.goal_entry_cost * entered.sum(axis=1)
+        return total

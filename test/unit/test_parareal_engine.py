@@ -147,15 +147,17 @@ def test_one_state_is_broadcast_to_many_control_sequences_and_vice_versa() -> No
 def test_tolerance_stops_when_every_update_is_small() -> None:
     states, controls, durations = random_problem(10, sequences=2, slices=8)
     solver, _ = make_solver()
-    tolerance = 1e-5
+    tolerance = 2e-3
     result = solver.solve(states, controls, durations, PararealOptions(tolerance_position=tolerance))
     assert result.stop_reason == "tolerance"
     assert 1 <= result.iterations_used < 8
     assert result.update_position[-1] <= tolerance
     assert np.all(result.update_position[:-1] > tolerance)
     reference = serial_fine(ToyFine(), states, controls, durations)
-    # converged Parareal is close to fine (the toy converges superlinearly)
-    assert np.max(np.abs(result.trajectories - reference)[..., [0, 1, 2, 3]]) < 1e-3
+    coarse = solver.predict_coarse(states, controls, durations).trajectories
+    positions = [0, 1, 2, 3]
+    error = np.max(np.abs(result.trajectories - reference)[..., positions])
+    assert error < 0.01 * np.max(np.abs(coarse - reference)[..., positions])
     loose = solver.solve(states, controls, durations, PararealOptions(tolerance_position=10.0))
     assert loose.iterations_used == 1 and loose.stop_reason == "tolerance"
 

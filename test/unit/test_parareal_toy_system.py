@@ -34,7 +34,11 @@ COUPLING, CONTROL_GAIN = _dynamics_matrices()
 
 def rate(states: np.ndarray, controls: np.ndarray) -> np.ndarray:
     """dx/dt for states (M, D) and controls (M, 2)."""
-    return np.tanh(states) @ COUPLING.T - 0.3 * states + controls @ CONTROL_GAIN.T
+    # explicit products and row sums instead of matmul: BLAS kernels depend on the batch size,
+    # these do not, so each row's result is bitwise independent of the rest of the batch
+    coupled = (np.tanh(states)[:, None, :] * COUPLING[None]).sum(axis=2)
+    driven = (controls[:, None, :] * CONTROL_GAIN[None]).sum(axis=2)
+    return coupled - 0.3 * states + driven
 
 
 class ToyFine:

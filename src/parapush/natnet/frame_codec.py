@@ -108,9 +108,7 @@ def decode_frame_payload(payload: bytes, version: NatNetVersion) -> MocapFrame:
     _read_block(reader, version, "skeletons", _skip_skeleton, min_item_bytes=8)
     if version.has_assets:
         _read_block(reader, version, "assets", _skip_asset, min_item_bytes=12)
-    _read_block(
-        reader, version, "labeled markers", _skip_fixed(LABELED_MARKER_BYTES), LABELED_MARKER_BYTES
-    )
+    _read_block(reader, version, "labeled markers", _skip_fixed(LABELED_MARKER_BYTES), LABELED_MARKER_BYTES)
     _read_block(reader, version, "force plates", _skip_analog_item, min_item_bytes=8)
     _read_block(reader, version, "devices", _skip_analog_item, min_item_bytes=8)
 

@@ -66,9 +66,7 @@ class RigidBodyDescription:
         if len(self.offset) != 3:
             raise ValueError(f"RigidBodyDescription.offset must have 3 components, got {len(self.offset)}")
         if len(self.orientation) != 4:
-            raise ValueError(
-                f"RigidBodyDescription.orientation must have 4 components, got {len(self.orientation)}"
-            )
+            raise ValueError(f"RigidBodyDescription.orientation must have 4 components, got {len(self.orientation)}")
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,7 @@ class PayloadReader:
 
     def error(self, what: str) -> NatNetDecodeError:
         """A decode error for this message at the current offset."""
-        return NatNetDecodeError(
-            f"{self._message}: {what} (at payload byte {self.offset} of {len(self._payload)})"
-        )
+        return NatNetDecodeError(f"{self._message}: {what} (at payload byte {self.offset} of {len(self._payload)})")
 
     def require(self, size: int, field: str) -> None:
         """Raise unless ``size`` more bytes are available for ``field``."""
@@ -107,8 +105,7 @@ class PayloadReader:
             raise self.error(f"{field} is negative ({value})")
         if value * min_item_size > self.remaining:
             raise self.error(
-                f"truncated: {field} = {value} needs at least {value * min_item_size} bytes, "
-                f"{self.remaining} left"
+                f"truncated: {field} = {value} needs at least {value * min_item_size} bytes, {self.remaining} left"
             )
         return value
 

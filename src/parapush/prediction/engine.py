@@ -19,6 +19,7 @@ import numpy as np
 
 from parapush.parareal import PararealOptions, PararealResult, PararealSolver, PhysicsDivergenceError
 from parapush.physics.backends import make_backend
+from parapush.physics.backends.processes import WorkerError
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fine import FineModel, FineSettings
 from parapush.physics.projection import FeasibilityProjector
@@ -240,13 +241,15 @@ class PredictionEngine:
         with self._lock:
             try:
                 if request.model == "fine":
-                    result = solver.predict_fine(initial_states, controls, durations)
+                    result = solver.predict_fine(initial_states, controls, durations, deadline=request.deadline)
                 else:
                     result = solver.solve(
                         initial_states, controls, durations, self._options(request), schedule=self._schedule(request)
                     )
             except PhysicsDivergenceError as error:
                 raise PredictionError(f"the fine physics diverged: {error}") from None
+            except WorkerError as error:
+                raise PredictionError(f"a fine worker failed: {error}") from None
         return self._outcome(request, result, started, moved)
 
     def _options(self, request: PredictionRequest) -> PararealOptions:

@@ -1,0 +1,151 @@
+"""Initial candidate control sequences: the straight-line push and the MPC warm start.
+
+ISRR Sec. 3: "For the very first optimization, the initial candidate sequence is
+generated as a straight line push towards the goal"; afterwards each optimization is
+warm-started with the previously optimized sequence.
+
+Straight-line push (:func:`straight_line_controls`), with d the unit vector from the
+target centre t to the goal centre g and R = r_target + r_pusher the contact distance
+(r_target: the target's extent along -d)::
+
+    pre-push point  a = t - (R + approach_clearance) d
+    push end        e = g - R d          (the pusher's position when the target reaches g)
+
+The pusher path is p -> [detour] -> a -> e: the pusher first approaches the target from
+behind, going around it (via corners of the square of half side R + clearance around
+t, on the pusher's side) when the direct approach would touch it, then pushes along d.
+The path is followed at ``speed``; control k is the chord between the path positions at
+k dt and (k+1) dt, so the controls stop (are zero) once the path ends.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from parapush.planning.planar_geometry import segment_point_distance
+from parapush.scene import ObjectSpec, Scene
+
+
+def _extent_along(spec: ObjectSpec, yaw: float, direction: np.ndarray) -> float:
+    """Support distance of the object's outline from its centre along ``direction`` (unit), m."""
+    if spec.shape == "cylinder":
+        return spec.radius
+    local = np.array(
+        [
+            math.cos(yaw) * direction[0] + math.sin(yaw) * direction[1],
+            -math.sin(yaw) * direction[0] + math.cos(yaw) * direction[1],
+        ]
+    )
+    return abs(local[0]) * spec.half_extents[0] + abs(local[1]) * spec.half_extents[1]
+
+
+def _clears(points: list[np.ndarray], centre: np.ndarray, radius: float) -> bool:
+    """Whether the polyline through ``points`` stays at least ``radius`` from ``centre``."""
+    for start, end in zip(points[:-1], points[1:], strict=True):
+        if float(segment_point_distance(start, end, centre)) < radius - 1e-12:
+            return False
+    return True
+
+
+def straight_line_path(
+    scene: Scene, state: np.ndarray, *, approach_clearance: float = 0.01
+) -> np.ndarray:
+    """Waypoints (W, 2) m of the straight-line push: pusher, [detour], pre-push point, push end."""
+    if scene.goal is None:
+        raise ValueError(f"scene: {scene.name!r} has no goal region to push towards")
+    if not math.isfinite(approach_clearance) or approach_clearance < 0.0:
+        raise ValueError(f"approach_clearance: must be finite and >= 0, got {approach_clearance!r}")
+    layout = scene.layout
+    state = layout.check(state, "state")
+    if state.shape != (layout.dimension,):
+        raise ValueError(f"state: expected shape ({layout.dimension},), got {state.shape}")
+    pusher = state[layout.pusher_position].copy()
+    target_pose = state[layout.object_pose(scene.target_index)]
+    target = target_pose[:2].copy()
+    goal = np.asarray(scene.goal.center, dtype=float)
+    offset = goal - target
+    distance = float(np.linalg.norm(offset))
+    if distance < 1e-9:
+        return np.array([pusher])
+    direction = offset / distance
+    normal = np.array([-direction[1], direction[0]])
+    spec = scene.objects[scene.target_index]
+    contact = _extent_along(spec, float(target_pose[2]), -direction) + scene.pusher.radius
+    standoff = contact + approach_clearance
+    pre_push = target - standoff * direction
+    push_end = goal - contact * direction
+    # The pusher must not touch the target's bounding disc while approaching.
+    keep_out = spec.bounding_radius + scene.pusher.radius
+    side = 1.0 if float(normal @ (pusher - target)) >= 0.0 else -1.0
+    back_corner = target + standoff * (-direction + side * normal) * max(1.0, keep_out / standoff)
+    front_corner = target + standoff * (direction + side * normal) * max(1.0, keep_out / standoff)
+    candidates = ([], [back_corner], [front_corner, back_corner])
+    detour = candidates[-1]
+    for waypoints in candidates:
+        if _clears([pusher, *waypoints, pre_push], target, keep_out):
+            detour = waypoints
+            break
+    return np.array([pusher, *detour, pre_push, push_end])
+
+
+def straight_line_controls(
+    scene: Scene,
+    state: np.ndarray,
+    horizon: int,
+    duration: float,
+    speed: float,
+    *,
+    approach_clearance: float = 0.01,
+) -> np.ndarray:
+    """The first ``horizon`` controls (N, 2) m/s of the straight-line push at ``speed``.
+
+    Args:
+        scene: the scene (its goal and target are used).
+        state: (D,) current state.
+        horizon: N, number of controls.
+        duration: s, duration of each control.
+        speed: m/s, pusher speed along the path (<= the pusher's max speed).
+        approach_clearance: m, gap between pusher and target at the pre-push point.
+    """
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
+        raise ValueError(f"horizon: expected an integer >= 1, got {horizon!r}")
+    if not math.isfinite(duration) or duration <= 0.0:
+        raise ValueError(f"duration: must be finite and > 0, got {duration!r}")
+    if not math.isfinite(speed) or speed <= 0.0:
+        raise ValueError(f"speed: must be finite and > 0, got {speed!r}")
+    if speed > scene.pusher.max_speed + 1e-12:
+        raise ValueError(f"speed: {speed} m/s exceeds the pusher's max_speed {scene.pusher.max_speed} m/s")
+    waypoints = straight_line_path(scene, state, approach_clearance=approach_clearance)
+    lengths = np.linalg.norm(np.diff(waypoints, axis=0), axis=1)
+    arc = np.concatenate([[0.0], np.cumsum(lengths)])
+
+    def position(travelled: float) -> np.ndarray:
+        travelled = min(travelled, float(arc[-1]))
+        segment = min(int(np.searchsorted(arc, travelled, side="right")) - 1, len(lengths) - 1)
+        if segment < 0 or lengths.size == 0:
+            return waypoints[0]
+        fraction = 0.0 if lengths[segment] == 0.0 else (travelled - arc[segment]) / lengths[segment]
+        return waypoints[segment] + fraction * (waypoints[segment + 1] - waypoints[segment])
+
+    positions = np.array([position(speed * duration * step) for step in range(horizon + 1)])
+    return np.diff(positions, axis=0) / duration
+
+
+def shift_controls(previous: np.ndarray, *, fill: str = "repeat") -> np.ndarray:
+    """Warm start: drop the executed first control of ``previous`` (N, 2) and append one.
+
+    Args:
+        previous: (N, 2) m/s, the sequence optimized at the previous MPC step.
+        fill: ``"repeat"`` appends a copy of the last control, ``"zero"`` a zero velocity.
+    Returns:
+        (N, 2) [u_1, ..., u_{N-1}, fill].
+    """
+    previous = np.asarray(previous, dtype=float)
+    if previous.ndim != 2 or previous.shape[1] != 2 or previous.shape[0] < 1:
+        raise ValueError(f"previous: expected shape (N, 2) with N >= 1, got {previous.shape}")
+    if fill not in ("repeat", "zero"):
+        raise ValueError(f"fill: expected 'repeat' or 'zero', got {fill!r}")
+    last = previous[-1] if fill == "repeat" else np.zeros(2)
+    return np.vstack([previous[1:], last[None]])

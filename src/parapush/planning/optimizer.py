@@ -1,0 +1,305 @@
+r"""Stochastic (sampling-based, derivative-free) trajectory optimizer of the ISRR paper.
+
+The papers use "the algorithm of Agboh and Dogar": at each iteration, noisy versions of
+the current control sequence are rolled out with the predictive model, their costs give
+a numerical gradient, and the sequence is updated against it. This module implements
+that family as follows (u is the current sequence, N controls of 2 components, m/s).
+
+One iteration i:
+
+1. Sample S perturbations eps_k ~ N(0, nu I_{2N}), k = 1..S (nu = ``exploration_variance``,
+   (m/s)^2), and set eps_0 = 0 (the current sequence itself is evaluated too)::
+
+       u_k = Pi(u + eps_k),   eps~_k = u_k - u        k = 0..S
+
+   Pi scales each control down to the speed limit ``max_speed`` (direction kept).
+2. Roll out all S + 1 sequences in ONE ``model.predict`` call and compute their costs
+   C_k = J(x_k, u_k). A sequence whose prediction is non-finite gets C_k = +inf, is
+   counted (``unstable_samples``) and gets zero weight: it is never used.
+3. Weights (softmax of the normalised costs; h = ``sensitivity``)::
+
+       w_k = exp(-h (C_k - C_min) / (C_max - C_min)) / sum_j exp(-h (C_j - C_min) / (C_max - C_min))
+
+   over the finite costs (C_min, C_max: their extremes; uniform weights when equal).
+   The normalisation makes the update independent of the scale of the cost weights.
+4. Update against the cost-weighted perturbation, the sampled estimate of the
+   descent direction (for small nu, sum_k w_k eps_k ~ -nu h / (C_max - C_min) grad J)::
+
+       u <- Pi(u + alpha sum_k w_k eps~_k)                    (alpha = ``step_size``)
+
+5. Keep the best: every rolled-out sequence is a candidate; the lowest-cost one so far
+   (u*, C*) is what :meth:`optimize` returns. If no sequence of iteration i beat C*
+   (the update went uphill), the next iteration restarts from u* instead of the update.
+
+The loop stops after ``max_iterations`` iterations, or before an iteration that would
+end after ``time_budget`` (predicted from the longest iteration so far); at least one
+iteration always runs. With nu = 1e-4, S = 20, N = 4 and 1 s controls this is the
+configuration of the ISRR experiments.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from parapush.planning.predictive_model import PredictiveModel, check_trajectories, is_finite_trajectory
+
+
+class PredictionError(RuntimeError):
+    """Every predicted trajectory of an optimization was non-finite: nothing to plan with."""
+
+
+class TrajectoryCost(Protocol):
+    """What the optimizer needs from a cost: :class:`parapush.planning.costs.CostFunction`."""
+
+    def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:
+        """Costs (S,) of trajectories (S, N+1, D) under controls (S, N, 2)."""
+        ...
+
+
+def _positive(value: Any, name: str, *, integer: bool = False, allow_none: bool = False) -> Any:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"{name}: expected a number, got {value!r}")
+    if integer:
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
+        return int(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0.0:
+        raise ValueError(f"{name}: must be finite and > 0, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimizerSettings:
+    """Settings of :class:`StochasticTrajectoryOptimizer` (defaults: ISRR experiments).
+
+    Attributes:
+        samples: S, noisy sequences per iteration (the current sequence is rolled out
+            with them, so each prediction batch has S + 1 rows).
+        exploration_variance: nu, variance of the control noise, (m/s)^2.
+        horizon: N, controls per sequence.
+        control_duration: s, duration of each control.
+        max_speed: m/s, largest speed of any control (controls are scaled down to it).
+        max_iterations: iterations per optimization (each is one predict call).
+        time_budget: s of wall time per optimization, or None for no limit.
+        step_size: alpha, multiplies the weighted perturbation in the update.
+        sensitivity: h, sharpness of the cost weighting (0: plain average).
+        seed: seed of the noise generator when none is given to the optimizer.
+    """
+
+    samples: int = 20
+    exploration_variance: float = 1e-4
+    horizon: int = 4
+    control_duration: float = 1.0
+    max_speed: float = 0.1
+    max_iterations: int = 10
+    time_budget: float | None = None
+    step_size: float = 1.0
+    sensitivity: float = 10.0
+    seed: int | None = 0
+
+    def __post_init__(self) -> None:
+        for name in ("samples", "horizon", "max_iterations"):
+            object.__setattr__(self, name, _positive(getattr(self, name), name, integer=True))
+        for name in ("exploration_variance", "control_duration", "max_speed", "step_size"):
+            object.__setattr__(self, name, _positive(getattr(self, name), name))
+        object.__setattr__(self, "time_budget", _positive(self.time_budget, "time_budget", allow_none=True))
+        if isinstance(self.sensitivity, bool):
+            raise ValueError(f"sensitivity: expected a number, got {self.sensitivity!r}")
+        sensitivity = float(self.sensitivity)
+        if not math.isfinite(sensitivity) or sensitivity < 0.0:
+            raise ValueError(f"sensitivity: must be finite and >= 0, got {self.sensitivity!r}")
+        object.__setattr__(self, "sensitivity", sensitivity)
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))):
+            raise ValueError(f"seed: expected an integer or None, got {self.seed!r}")
+
+    @property
+    def durations(self) -> np.ndarray:
+        """(N,) s, the duration of every control."""
+        return np.full(self.horizon, self.control_duration)
+
+
+@dataclass(frozen=True)
+class OptimizationResult:
+    """The best control sequence found and how it was found.
+
+    Attributes:
+        controls: (N, 2) m/s, the lowest-cost sequence evaluated.
+        cost: its cost J.
+        trajectory: (N+1, D) its predicted states x_0..x_N.
+        iterations: iterations run (= predict calls).
+        cost_history: (iterations,) best cost after each iteration (non-increasing).
+        time: s of wall time of the optimization.
+        unstable_samples: rolled-out sequences whose prediction was non-finite.
+        stop_reason: ``"iterations"`` or ``"time_budget"``.
+        cost_terms: weighted value of each cost term for the returned sequence (when the
+            cost offers ``breakdown``).
+    """
+
+    controls: np.ndarray
+    cost: float
+    trajectory: np.ndarray
+    iterations: int
+    cost_history: np.ndarray
+    time: float
+    unstable_samples: int
+    stop_reason: str
+    cost_terms: dict[str, float] = field(default_factory=dict)
+
+
+def clip_to_speed(controls: np.ndarray, max_speed: float) -> np.ndarray:
+    """Scale every control (..., 2) whose norm exceeds ``max_speed`` (m/s) down to it."""
+    controls = np.asarray(controls, dtype=float)
+    speed = np.linalg.norm(controls, axis=-1, keepdims=True)
+    scale = np.minimum(1.0, max_speed / np.maximum(speed, 1e-300))
+    return controls * scale
+
+
+def sample_weights(costs: np.ndarray, sensitivity: float) -> np.ndarray:
+    """Softmax weights (S,) of the normalised finite costs; 0 for non-finite costs."""
+    costs = np.asarray(costs, dtype=float)
+    finite = np.isfinite(costs)
+    weights = np.zeros_like(costs)
+    if not np.any(finite):
+        return weights
+    lowest, highest = costs[finite].min(), costs[finite].max()
+    spread = highest - lowest
+    if spread <= 0.0:
+        weights[finite] = 1.0
+    else:
+        weights[finite] = np.exp(-sensitivity * (costs[finite] - lowest) / spread)
+    return weights / weights.sum()
+
+
+class StochasticTrajectoryOptimizer:
+    """Derivative-free trajectory optimizer (see the module docstring for the update).
+
+    Args:
+        settings: the optimizer settings.
+        rng: noise generator; default ``numpy.random.default_rng(settings.seed)``.
+    """
+
+    def __init__(self, settings: OptimizerSettings, *, rng: np.random.Generator | None = None) -> None:
+        if not isinstance(settings, OptimizerSettings):
+            raise TypeError(f"settings: expected OptimizerSettings, got {type(settings).__name__}")
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
+        self.settings = settings
+        self.rng = rng if rng is not None else np.random.default_rng(settings.seed)
+
+    def optimize(
+        self,
+        initial_state: np.ndarray,
+        initial_controls: np.ndarray,
+        model: PredictiveModel,
+        cost: TrajectoryCost,
+    ) -> OptimizationResult:
+        """Optimize the control sequence from ``initial_state``.
+
+        Args:
+            initial_state: (D,) x_0.
+            initial_controls: (N, 2) m/s, the candidate to start from (straight line or
+                warm start); clipped to the speed limit.
+            model: the predictive model (one ``predict`` call per iteration).
+            cost: the cost J (``evaluate(trajectories, controls) -> (S,)``).
+        Returns:
+            the best sequence evaluated, with its trajectory and statistics.
+        Raises:
+            ValueError naming a malformed argument or a model returning a wrong shape;
+            PredictionError when every predicted trajectory was non-finite.
+        """
+        started = time.perf_counter()
+        settings = self.settings
+        initial_state = np.asarray(initial_state, dtype=float)
+        if initial_state.ndim != 1 or not np.all(np.isfinite(initial_state)):
+            raise ValueError(f"initial_state: expected a finite vector (D,), got shape {initial_state.shape}")
+        current = np.asarray(initial_controls, dtype=float)
+        if current.shape != (settings.horizon, 2):
+            raise ValueError(f"initial_controls: expected shape ({settings.horizon}, 2), got {current.shape}")
+        if not np.all(np.isfinite(current)):
+            raise ValueError("initial_controls: contains non-finite values")
+        current = clip_to_speed(current, settings.max_speed)
+        durations = settings.durations
+        dimension = initial_state.shape[0]
+        noise_scale = math.sqrt(settings.exploration_variance)
+
+        best_controls = current.copy()
+        best_cost = math.inf
+        best_trajectory: np.ndarray | None = None
+        history: list[float] = []
+        unstable = 0
+        longest_iteration = 0.0
+        stop_reason = "iterations"
+        for iteration in range(settings.max_iterations):
+            iteration_started = time.perf_counter()
+            if iteration > 0 and settings.time_budget is not None:
+                elapsed = iteration_started - started
+                if elapsed + longest_iteration > settings.time_budget:
+                    stop_reason = "time_budget"
+                    break
+            noise = self.rng.normal(0.0, noise_scale, size=(settings.samples, settings.horizon, 2))
+            candidates = np.concatenate([current[None], clip_to_speed(current + noise, settings.max_speed)])
+            perturbations = candidates - current
+            trajectories = check_trajectories(
+                model.predict(initial_state, candidates, durations),
+                candidates.shape[0],
+                settings.horizon,
+                dimension,
+                "model",
+            )
+            costs = np.full(candidates.shape[0], math.inf)
+            finite = is_finite_trajectory(trajectories)
+            unstable += int(np.count_nonzero(~finite))
+            if np.any(finite):
+                evaluated = np.asarray(cost.evaluate(trajectories[finite], candidates[finite]), dtype=float)
+                if evaluated.shape != (int(finite.sum()),):
+                    raise ValueError(f"cost: returned shape {evaluated.shape}, expected ({int(finite.sum())},)")
+                costs[finite] = np.where(np.isnan(evaluated), math.inf, evaluated)
+            lowest = int(np.argmin(costs))
+            improved = costs[lowest] < best_cost
+            if improved:
+                best_cost = float(costs[lowest])
+                best_controls = candidates[lowest].copy()
+                best_trajectory = trajectories[lowest].copy()
+            history.append(best_cost)
+            longest_iteration = max(longest_iteration, time.perf_counter() - iteration_started)
+            if improved:
+                weights = sample_weights(costs, settings.sensitivity)
+                step = np.einsum("k,knc->nc", weights, perturbations)
+                current = clip_to_speed(current + settings.step_size * step, settings.max_speed)
+            else:
+                current = best_controls.copy()
+
+        if best_trajectory is None:
+            raise PredictionError(
+                f"every predicted trajectory ({unstable} of them, {len(history)} iteration(s)) was "
+                "non-finite or had an undefined cost; no control sequence can be trusted"
+            )
+        terms: dict[str, float] = {}
+        breakdown = getattr(cost, "breakdown", None)
+        if callable(breakdown):
+            terms = {
+                name: float(np.asarray(value)[0])
+                for name, value in breakdown(best_trajectory[None], best_controls[None]).items()
+            }
+        return OptimizationResult(
+            controls=best_controls,
+            cost=best_cost,
+            trajectory=best_trajectory,
+            iterations=len(history),
+            cost_history=np.array(history),
+            time=time.perf_counter() - started,
+            unstable_samples=unstable,
+            stop_reason=stop_reason,
+            cost_terms=terms,
+        )

@@ -1,0 +1,1 @@
+"""Simulated devices that speak the real protocols (motion capture over NatNet, ...)."""

@@ -26,6 +26,7 @@ from parapush.scene import Scene, StateLayout
 
 INTEGRATORS = ("euler", "implicitfast", "rk4")
 COLLIDERS = ("capsule", "cylinder")
+CONES = ("pyramidal", "elliptic")
 PHYSICS_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 """The MuJoCo state specification used for (M, S) physics states."""
 
@@ -47,6 +48,8 @@ class FineSettings:
             overlaps the objects' height band, and an analytic collider).
         object_collider: lateral contact geometry of cylindrical objects and obstacles,
             ``"capsule"`` or ``"cylinder"``. Boxes always collide as boxes.
+        cone: MuJoCo friction cone, ``"pyramidal"`` (MuJoCo's default, as in the authors'
+            experiments) or ``"elliptic"`` (isotropic, less creep, costlier solver).
         pusher_armature: reflected inertia of the arm added to the pusher's slide joints, kg.
         pusher_servo_ratio: timestep * kv / (pusher mass + armature) of the pusher's
             velocity servo, in (0, 2); 1 makes an explicit Euler step dead-beat.
@@ -57,6 +60,7 @@ class FineSettings:
     integrator: str = "euler"
     pusher_collider: str = "capsule"
     object_collider: str = "capsule"
+    cone: str = "pyramidal"
     pusher_armature: float = 50.0
     pusher_servo_ratio: float = 1.0
     speed_limit: float = 20.0
@@ -69,6 +73,8 @@ class FineSettings:
             raise ValueError(f"pusher_collider: expected one of {COLLIDERS}, got {self.pusher_collider!r}")
         if self.object_collider not in COLLIDERS:
             raise ValueError(f"object_collider: expected one of {COLLIDERS}, got {self.object_collider!r}")
+        if self.cone not in CONES:
+            raise ValueError(f"cone: expected one of {CONES}, got {self.cone!r}")
         if not (_is_real(self.pusher_armature) and self.pusher_armature >= 0.0):
             raise ValueError(f"pusher_armature: expected a finite value >= 0, got {self.pusher_armature!r}")
         if not (_is_real(self.pusher_servo_ratio) and 0.0 < self.pusher_servo_ratio < 2.0):

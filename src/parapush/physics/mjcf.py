@@ -146,7 +146,7 @@ def scene_to_mjcf(scene: Scene, settings: FineSettings) -> str:
     root = ElementTree.Element("mujoco", model=f"parapush_{scene.name}")
     _element(root, "compiler", angle="radian", autolimits="true")
     option = _element(root, "option", timestep=_numbers(settings.timestep),
-                      integrator=_MJCF_INTEGRATORS[settings.integrator], cone="pyramidal")
+                      integrator=_MJCF_INTEGRATORS[settings.integrator], cone=settings.cone)
     _element(option, "flag", autoreset="disable")
     _element(root, "default").append(ElementTree.Element("geom", contype="0", conaffinity="0", density="0"))
     world = _element(root, "worldbody")

@@ -1,0 +1,1 @@
+"""Execution: the arm velocity command stream, its hard safety limits, and the gripper driver."""

@@ -1,0 +1,244 @@
+"""Seeded noise of the simulated world: per-push contact variation and mocap measurement noise.
+
+Pushing noise (:class:`PushNoise`)
+----------------------------------
+Real pushes repeated from the same start do not end in the same place: the friction of the
+table varies from patch to patch and with wear, the pressure distribution under an object
+depends on its unevenly flat bottom, and the pusher/object friction changes with dust and
+the contact point. Yu et al. (IROS 2016, "More than a million ways to be pushed") measured
+this scatter; the ISRR paper quotes about 8.10 mm (translation) and 4.20 deg (rotation)
+standard deviation after repeated 150 mm pushes at 20 mm/s.
+
+The simulated world reproduces it by drawing, for each object and each *push* (the
+pusher touching the object after it was out of contact with it for a while, see
+:attr:`PushNoiseSettings.new_push_gap`), an :class:`ObjectContactSample`:
+
+* ``table_friction_scale``: multiplier of the object/table friction coefficient,
+  log-normal with median 1 and log-standard deviation ``table_friction_spread``;
+* ``pusher_friction_scale``: multiplier of the pusher/object friction coefficient,
+  log-normal, ``pusher_friction_spread``;
+* ``friction_centre_offset``: (2,) m, the displacement of the object's support (the
+  contact patch that carries its weight, hence its centre of friction) from its
+  geometric centre, in the object frame; isotropic Gaussian of standard deviation
+  ``friction_centre_offset_std`` per axis, truncated to ``max_offset_fraction`` of the
+  object's footprint radius. The pusher meets the geometric outline, so an offset centre
+  of friction turns and deflects the object as an uneven real bottom does.
+
+The defaults are calibrated with ``python bench/sim_push_noise.py`` (50 seeded 150 mm
+pushes of the scene's target object): see the numbers in :data:`PushNoiseSettings`.
+
+Mocap noise (:class:`MocapNoise`)
+---------------------------------
+Each streamed rigid-body pose gets independent white noise per frame: Gaussian position
+noise of ``position_std`` per axis (OptiTrack's static jitter is well below 1 mm; the
+default is 0.5 mm) and a rotation by a Gaussian angle of standard deviation
+``orientation_std`` about a uniformly random axis (default 0.005 rad, about 0.3 deg:
+0.5 mm of marker noise over a ~10 cm marker base, averaged over the markers).
+
+All noise comes from ``numpy.random.Generator`` objects seeded by the caller.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from parapush.estimation.rotations import axis_angle_quaternion, canonical_quaternion, quaternion_multiply
+
+__all__ = [
+    "MocapNoise",
+    "MocapNoiseSettings",
+    "NoiseSettingsError",
+    "ObjectContactSample",
+    "PushNoise",
+    "PushNoiseSettings",
+]
+
+
+class NoiseSettingsError(ValueError):
+    """Noise settings are invalid; the message names the field."""
+
+
+def _non_negative(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise NoiseSettingsError(f"{name}: expected a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _from_mapping(cls: type, data: Any, where: str) -> Any:
+    if data is None:
+        return cls()
+    if not isinstance(data, Mapping):
+        raise NoiseSettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
+    known = {item.name for item in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise NoiseSettingsError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+    try:
+        return cls(**data)
+    except NoiseSettingsError as error:
+        raise NoiseSettingsError(f"{where}.{error}") from None
+
+
+@dataclass(frozen=True)
+class PushNoiseSettings:
+    """Magnitude of the per-push contact variation (see the module docstring).
+
+    Calibrated defaults: 50 repeated 150 mm pushes at 20 mm/s of the 5.12 cm cylinder of
+    ``clutter_fig1`` scatter by about 8 mm / 4 deg (``bench/sim_push_noise.py``; the
+    real-world reference is 8.10 mm / 4.20 deg).
+
+    Attributes:
+        enabled: False gives every push the nominal scene parameters (a noiseless world).
+        table_friction_spread: log-standard deviation of the object/table friction
+            multiplier (0.1 is about +-10 %).
+        pusher_friction_spread: log-standard deviation of the pusher/object friction multiplier.
+        friction_centre_offset_std: standard deviation of each component of the centre of
+            friction's offset from the object's centre, m.
+        max_offset_fraction: the offset is truncated to this fraction of the object's
+            footprint radius (cylinder radius, or the box's smaller half extent), in (0, 1).
+        new_push_gap: a pusher/object contact starts a new push (and a new sample) when the
+            pusher was out of contact with that object for at least this long, s.
+    """
+
+    enabled: bool = True
+    table_friction_spread: float = 0.15
+    pusher_friction_spread: float = 0.3
+    friction_centre_offset_std: float = 0.0035
+    max_offset_fraction: float = 0.5
+    new_push_gap: float = 0.25
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise NoiseSettingsError(f"enabled: expected true or false, got {self.enabled!r}")
+        for name in ("table_friction_spread", "pusher_friction_spread", "friction_centre_offset_std", "new_push_gap"):
+            object.__setattr__(self, name, _non_negative(getattr(self, name), name))
+        fraction = _non_negative(self.max_offset_fraction, "max_offset_fraction")
+        if not 0.0 < fraction < 1.0:
+            raise NoiseSettingsError(f"max_offset_fraction: expected a value in (0, 1), got {fraction!r}")
+        object.__setattr__(self, "max_offset_fraction", fraction)
+
+    @classmethod
+    def from_mapping(cls, data: Any, where: str = "push_noise") -> PushNoiseSettings:
+        """From plain data (a YAML section); errors name ``where`` and the field."""
+        return _from_mapping(cls, data, where)
+
+
+@dataclass(frozen=True)
+class ObjectContactSample:
+    """The contact parameters of one object for one push.
+
+    Attributes:
+        table_friction_scale: multiplier (> 0) of the nominal object/table friction.
+        pusher_friction_scale: multiplier (> 0) of the nominal pusher/object friction.
+        friction_centre_offset: (2,) offset of the centre of friction from the object's
+            centre in the object frame, m.
+    """
+
+    table_friction_scale: float = 1.0
+    pusher_friction_scale: float = 1.0
+    friction_centre_offset: tuple[float, float] = (0.0, 0.0)
+
+
+class PushNoise:
+    """Draws :class:`ObjectContactSample` s from a seeded generator.
+
+    Args:
+        settings: the magnitudes.
+        seed: seed of the generator (same seed, same sequence of samples).
+    """
+
+    def __init__(self, settings: PushNoiseSettings, *, seed: int) -> None:
+        if not isinstance(settings, PushNoiseSettings):
+            raise TypeError(f"settings: expected PushNoiseSettings, got {type(settings).__name__}")
+        self.settings = settings
+        self._generator = np.random.default_rng(seed)
+
+    def reseed(self, seed: int) -> None:
+        """Restart the sequence of samples from ``seed``."""
+        self._generator = np.random.default_rng(seed)
+
+    def sample(self, footprint_radius: float) -> ObjectContactSample:
+        """One object's contact parameters for a new push.
+
+        Args:
+            footprint_radius: radius of the object's support footprint, m (bounds the offset).
+        """
+        settings = self.settings
+        if not settings.enabled:
+            return ObjectContactSample()
+        normals = self._generator.standard_normal(4)
+        offset = settings.friction_centre_offset_std * normals[2:]
+        limit = settings.max_offset_fraction * footprint_radius
+        length = float(np.hypot(*offset))
+        if length > limit:
+            offset *= limit / length
+        return ObjectContactSample(
+            table_friction_scale=float(np.exp(settings.table_friction_spread * normals[0])),
+            pusher_friction_scale=float(np.exp(settings.pusher_friction_spread * normals[1])),
+            friction_centre_offset=(float(offset[0]), float(offset[1])),
+        )
+
+
+@dataclass(frozen=True)
+class MocapNoiseSettings:
+    """Measurement noise of the streamed rigid-body poses (white, per frame and body).
+
+    Attributes:
+        position_std: standard deviation of each position component, m (default 0.5 mm).
+        orientation_std: standard deviation of the rotation angle of the orientation error
+            (about a uniformly random axis), rad (default 0.005 rad, about 0.29 deg).
+    """
+
+    position_std: float = 0.0005
+    orientation_std: float = 0.005
+
+    def __post_init__(self) -> None:
+        for name in ("position_std", "orientation_std"):
+            object.__setattr__(self, name, _non_negative(getattr(self, name), name))
+
+    @classmethod
+    def from_mapping(cls, data: Any, where: str = "mocap_noise") -> MocapNoiseSettings:
+        """From plain data (a YAML section); errors name ``where`` and the field."""
+        return _from_mapping(cls, data, where)
+
+
+class MocapNoise:
+    """Perturbs rigid-body poses with seeded white noise; thread-safe.
+
+    Args:
+        settings: the magnitudes.
+        seed: seed of the generator.
+    """
+
+    def __init__(self, settings: MocapNoiseSettings, *, seed: int) -> None:
+        if not isinstance(settings, MocapNoiseSettings):
+            raise TypeError(f"settings: expected MocapNoiseSettings, got {type(settings).__name__}")
+        self.settings = settings
+        self._generator = np.random.default_rng(seed)
+        self._lock = threading.Lock()
+
+    def perturb(self, position: np.ndarray, orientation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A noisy copy of one pose.
+
+        Args:
+            position: (3,) m.
+            orientation: (4,) unit quaternion (qx, qy, qz, qw).
+        Returns:
+            (position (3,) m, orientation (4,) unit quaternion with qw >= 0).
+        """
+        with self._lock:
+            position_error = self.settings.position_std * self._generator.standard_normal(3)
+            axis = self._generator.standard_normal(3)
+            angle = self.settings.orientation_std * float(self._generator.standard_normal())
+        noisy_position = np.asarray(position, dtype=float) + position_error
+        norm = float(np.linalg.norm(axis))
+        if angle == 0.0 or norm == 0.0:
+            return noisy_position, np.asarray(orientation, dtype=float).copy()
+        noisy = quaternion_multiply(axis_angle_quaternion(axis, angle), np.asarray(orientation, dtype=float))
+        return noisy_position, canonical_quaternion(noisy / np.linalg.norm(noisy))

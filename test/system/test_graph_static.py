@@ -1,0 +1,81 @@
+"""Static checks of the node graph: what the launch files and the bringup name exists.
+
+- every executable of config/graph.yaml is installed by CMakeLists.txt and is a module
+  ``parapush.nodes.<executable>`` with a ``main``;
+- every parameter file exists, is a ROS 2 parameter file for that node, and every key in
+  it is a parameter the node declares (its ``PARAMETERS``);
+- the launch files build their descriptions from the same graph.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from parapush.graph import PROFILES, load_graph
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPH = load_graph(ROOT / "config" / "graph.yaml")
+
+
+def cmake_nodes() -> list[str]:
+    text = (ROOT / "CMakeLists.txt").read_text()
+    match = re.search(r"set\(PARAPUSH_NODES\s+([^)]*)\)", text)
+    assert match, "CMakeLists.txt: no set(PARAPUSH_NODES ...)"
+    return match.group(1).split()
+
+
+@pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
+def test_executable_is_installed_and_has_main(entry):
+    assert entry.executable in cmake_nodes(), f"{entry.executable} is not installed by CMakeLists.txt"
+    module = importlib.import_module(f"parapush.nodes.{entry.executable}")
+    assert callable(getattr(module, "main", None)), f"parapush.nodes.{entry.executable} has no main()"
+
+
+@pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
+def test_parameter_file_keys_are_declared(entry):
+    path = GRAPH.parameters_path(entry)
+    assert path.is_file(), f"{path} does not exist"
+    data = yaml.safe_load(path.read_text())
+    assert set(data) == {entry.name}, f"{path}: expected one top-level key {entry.name!r}, got {list(data)}"
+    parameters = data[entry.name]["ros__parameters"]
+    module = importlib.import_module(f"parapush.nodes.{entry.executable}")
+    declared = {spec.name for spec in module.PARAMETERS}
+    undeclared = sorted(set(_flatten(parameters)) - declared)
+    assert not undeclared, f"{path}: keys not declared by {entry.executable}: {undeclared}"
+    defaults = {spec.name: spec for spec in module.PARAMETERS}
+    for key, value in _flatten(parameters).items():
+        defaults[key].validate(value)  # raises naming the parameter if the file's value is invalid
+
+
+def _flatten(mapping, prefix=""):
+    flat = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def test_every_cmake_node_is_a_module():
+    for name in cmake_nodes():
+        module = importlib.import_module(f"parapush.nodes.{name}")
+        assert callable(getattr(module, "main", None)), name
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_launch_files_are_generated_from_the_graph(profile):
+    path = ROOT / "launch" / f"{'sim' if profile == 'sim' else 'robot'}.launch.py"
+    tree = ast.parse(path.read_text())
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    names = [(call.func.id if isinstance(call.func, ast.Name) else None, call.args) for call in calls]
+    assert any(name == "generate_graph_launch_description" and args and args[0].value == profile
+               for name, args in names), f"{path} does not generate the {profile!r} graph"
+    assert GRAPH.for_profile(profile), f"no nodes in profile {profile!r}"

@@ -140,6 +140,11 @@ class FineModel:
         self._height_qpos = np.array([self._qpos_offset + address(j)[0] for j in height_joints])
         self._height_qvel = np.array([self._qvel_offset + address(j)[1] for j in height_joints])
         self.physics_state_size = int(mujoco.mj_stateSize(model, PHYSICS_STATE))
+        if self.physics_state_size != self._qvel_offset + model.nv:
+            raise RuntimeError(
+                f"unexpected MuJoCo full-physics state of size {self.physics_state_size} "
+                f"(expected time, qpos, qvel: {self._qvel_offset + model.nv})"
+            )
         self._object_heights = np.array([spec.height for spec in scene.objects])
         self._data = mujoco.MjData(model)
         self._data_lock = threading.Lock()
@@ -147,6 +152,11 @@ class FineModel:
         self.rest_heights = self._settle()
 
     # -- time -----------------------------------------------------------------------------
+    @property
+    def physics_offsets(self) -> tuple[int, int]:
+        """(start of qpos, start of qvel) in a physics state; time is at index 0."""
+        return self._qpos_offset, self._qvel_offset
+
     def steps_for(self, duration: float) -> int:
         """Number of simulation steps in ``duration`` seconds.
 

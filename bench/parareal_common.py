@@ -1,0 +1,199 @@
+"""Shared set-up of the Parareal benchmarks: the papers' scenes, model construction, output.
+
+Not a benchmark itself; imported by ``bench/parareal_*.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parapush.scene import Scene, scene_from_dict
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PUSHER_RADIUS = 0.0145
+"""m, the papers' pusher (journal: 1.45 cm)."""
+BOX_HALF_EXTENTS = (0.0545, 0.077)
+"""m, the box slider of the authors' code (half sizes along x, y)."""
+CYLINDER_RADIUS = 0.0512
+"""m, the cylinder slider of the journal (5.12 cm)."""
+CONTACT_GAP = 0.001
+"""m, free distance between pusher and slider at the start of every push."""
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def paper_scene(shape: str) -> Scene:
+    """Table 0.8 m x 1.0 m, pusher r = 1.45 cm, one slider (box or cylinder) at the origin."""
+    if shape not in ("box", "cylinder"):
+        raise ValueError(f"shape: expected 'box' or 'cylinder', got {shape!r}")
+    return scene_from_dict(
+        {
+            "name": f"paper_{shape}",
+            "pusher": {"radius": PUSHER_RADIUS, "position": [-0.2, 0.0]},
+            "objects": [
+                {"name": "slider", "shape": shape, "radius": CYLINDER_RADIUS,
+                 "half_extents": list(BOX_HALF_EXTENTS), "pose": [0.0, 0.0, 0.0]}
+            ],
+        }
+    )
+
+
+def slider_half_width(scene: Scene) -> float:
+    """Half the slider's extent perpendicular to a push along +x, m."""
+    spec = scene.objects[0]
+    return spec.radius if spec.shape == "cylinder" else spec.half_extents[1]
+
+
+def push_start_states(scene: Scene, offsets: np.ndarray) -> np.ndarray:
+    """States (S, D): slider at the origin at rest, pusher behind it (-x side) at ``offsets``
+    (S,) m perpendicular to the push, ``CONTACT_GAP`` from touching it."""
+    spec = scene.objects[0]
+    offsets = np.asarray(offsets, dtype=float)
+    if spec.shape == "box":
+        behind = spec.half_extents[0] + scene.pusher.radius + CONTACT_GAP
+        x = np.full(offsets.shape, -behind)
+    else:
+        reach = spec.radius + scene.pusher.radius + CONTACT_GAP
+        x = -np.sqrt(np.maximum(reach**2 - offsets**2, 0.0))
+    pusher = np.stack([x, offsets], axis=-1)
+    poses = np.zeros((len(offsets), 1, 3))
+    return scene.layout.compose(pusher, poses)
+
+
+def constant_pushes(angles_deg: Sequence[float], speed: float, slices: int) -> np.ndarray:
+    """Controls (len(angles), N, 2) m/s: speed * [cos a, sin a] held for every slice."""
+    angles = np.deg2rad(np.asarray(angles_deg, dtype=float))
+    direction = np.stack([np.cos(angles), np.sin(angles)], axis=-1) * speed
+    return np.repeat(direction[:, None, :], slices, axis=1)
+
+
+def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None) -> Any:
+    """The coarse model named ``name`` (``analytical`` or ``learned``); exits with a clear
+    message when it is unavailable."""
+    if name == "analytical":
+        from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+
+        try:
+            return AnalyticalCoarseModel(scene)
+        except NotImplementedError:
+            sys.exit("--coarse analytical: parapush.physics.coarse_analytical is not implemented yet")
+    if name == "learned":
+        try:
+            from parapush.learning.coarse_learned import LearnedCoarseModel
+        except ImportError as error:
+            sys.exit(f"--coarse learned: the learned coarse model is unavailable ({error})")
+        try:
+            return LearnedCoarseModel(scene, weights_path=learned_weights)
+        except (ValueError, OSError, NotImplementedError) as error:
+            sys.exit(f"--coarse learned: cannot load the learned coarse model ({error})")
+    sys.exit(f"--coarse: expected 'analytical' or 'learned', got {name!r}")
+
+
+def load_projector(scene: Scene, enabled: bool) -> Any:
+    """The feasibility projection (ISRR Eq 9), or None when disabled."""
+    if not enabled:
+        return None
+    from parapush.physics.projection import FeasibilityProjector
+
+    try:
+        return FeasibilityProjector(scene)
+    except NotImplementedError:
+        sys.exit("projection: parapush.physics.projection is not implemented yet (use --no-projection)")
+
+
+def make_fine_backend(name: str, fine_model: Any, workers: int) -> Any:
+    """A fine backend by name; exits with a clear message when it is unavailable."""
+    from parapush.physics.backends import make_backend
+
+    try:
+        return make_backend(name, fine_model, workers=workers)
+    except NotImplementedError:
+        sys.exit(f"--backend {name}: this fine backend is not implemented yet (try --backend serial)")
+
+
+def common_arguments(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
+    parser.add_argument("--backend", default="threads", choices=("serial", "threads", "processes"),
+                        help="fine backend (default: threads)")
+    parser.add_argument("--workers", type=int, default=available_cores(),
+                        help="fine backend workers (default: the cores present)")
+    parser.add_argument("--coarse", default="analytical", choices=("analytical", "learned"),
+                        help="coarse model (default: analytical)")
+    parser.add_argument("--learned-weights", default=None, help="weights of the learned coarse model")
+    parser.add_argument("--no-projection", action="store_true", help="disable the feasibility projection")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    return parser
+
+
+def environment() -> dict[str, Any]:
+    """Machine facts stored with every result."""
+    import mujoco
+
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "mujoco": mujoco.__version__,
+        "cores": available_cores(),
+        "machine": platform.machine(),
+        "command": " ".join(sys.argv),
+    }
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain text table; floats get 4 significant digits unless already strings."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return str(value)
+
+    text = [[cell(value) for value in row] for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in text)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in text]
+    return "\n".join(lines)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, (np.floating, float)):
+        number = float(value)
+        return number if np.isfinite(number) else str(number)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def write_results(name: str, payload: dict[str, Any], figure: Any) -> tuple[Path, Path]:
+    """Write ``bench/results/<name>.json`` and ``.png``; returns their paths."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    json_path = RESULTS / f"{name}.json"
+    png_path = RESULTS / f"{name}.png"
+    payload = {"environment": environment(), **payload}
+    json_path.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+    figure.savefig(png_path, dpi=120, bbox_inches="tight")
+    return json_path, png_path

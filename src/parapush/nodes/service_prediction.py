@@ -1,0 +1,97 @@
+"""A predictive model that asks the prediction service (``predict_trajectory``) over ROS.
+
+Implements the planner's ``PredictiveModel`` Protocol
+(:mod:`parapush.planning.predictive_model`), so the optimizer plans through the service
+exactly as through a local engine.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from parareal_pushing.srv import PredictTrajectory
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
+from parapush.planning.predictive_model import check_prediction_arguments
+from parapush.scene import Scene
+
+
+class ServicePredictionError(RuntimeError):
+    """The prediction service could not be reached or refused the request."""
+
+
+class ServicePrediction:
+    """``predict()`` through the ``predict_trajectory`` service.
+
+    Args:
+        node: the node that owns the client (it must be spun by a multi-threaded executor,
+            since ``predict`` blocks while the answer arrives on another thread).
+        scene: the scene both sides use.
+        model: "parareal", "coarse" or "fine".
+        iterations: Parareal iterations K, or None (the service default).
+        tolerance_position, tolerance_angle, deadline: optional stopping rules (m, rad, s).
+        coarse_model: coarse model name, or None (the service default).
+        service: service name.
+        timeout: s to wait for an answer.
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        scene: Scene,
+        *,
+        model: str = "parareal",
+        iterations: int | None = 1,
+        tolerance_position: float | None = None,
+        tolerance_angle: float | None = None,
+        deadline: float | None = None,
+        coarse_model: str | None = None,
+        service: str = "predict_trajectory",
+        timeout: float = 30.0,
+    ) -> None:
+        self.scene = scene
+        self.layout = scene.layout
+        self.model = model
+        self.iterations = iterations
+        self.tolerance_position = tolerance_position
+        self.tolerance_angle = tolerance_angle
+        self.deadline = deadline
+        self.coarse_model = coarse_model
+        self.timeout = timeout
+        self._client = node.create_client(PredictTrajectory, service, callback_group=ReentrantCallbackGroup())
+        self.last_response: PredictTrajectory.Response | None = None
+
+    def wait_until_ready(self, timeout: float) -> bool:
+        return self._client.wait_for_service(timeout_sec=timeout)
+
+    def predict(self, initial_state: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        """Trajectories (S, N+1, D) for controls (S, N, 2) from initial_state (D,), durations (N,) s."""
+        initial_state, controls, durations = check_prediction_arguments(self.layout, initial_state, controls, durations)
+        request = PredictTrajectory.Request()
+        request.initial_state = state_to_msg(initial_state, self.scene)
+        request.sequences = [controls_to_msg(sequence, durations) for sequence in controls]
+        request.model = self.model
+        request.coarse_model = self.coarse_model or ""
+        request.iterations = -1 if self.iterations is None else int(self.iterations)
+        request.tolerance_position = self.tolerance_position or 0.0
+        request.tolerance_angle = self.tolerance_angle or 0.0
+        request.deadline = self.deadline or 0.0
+        done = threading.Event()
+        future = self._client.call_async(request)
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(self.timeout):
+            self._client.remove_pending_request(future)
+            raise ServicePredictionError(f"predict_trajectory: no answer within {self.timeout} s")
+        response = future.result()
+        if response is None:
+            raise ServicePredictionError("predict_trajectory: the call failed")
+        self.last_response = response
+        if not response.success:
+            raise ServicePredictionError(f"predict_trajectory: {response.message}")
+        return np.stack([trajectory_from_msg(trajectory, self.scene) for trajectory in response.trajectories])
+
+    def close(self) -> None:
+        """Nothing to release: the client belongs to the node."""

@@ -1,0 +1,350 @@
+"""The simulated arm: end-effector velocity commands in MoveIt Servo's convention -> pusher motion.
+
+Command convention (MoveIt Servo ``TwistStamped``)
+--------------------------------------------------
+A command is an end-effector twist: ``linear`` (3,) m/s and ``angular`` (3,) rad/s,
+expressed in the frame named by ``frame_id`` (Servo's ``robot_link_command_frame``,
+typically the arm's base frame). Servo moves the end effector at that twist until the
+next command, and halts when no command arrived for ``incoming_command_timeout``
+(0.1 s by default); :class:`SimArm` does the same.
+
+Accepted frames: the configured base frame (default ``base_link``) and the table frame
+(default ``table``); any other ``frame_id`` is rejected (counted and reported), as Servo
+rejects frames it cannot transform. The pose of the table in the base frame is
+configurable (:attr:`ArmSettings.table_position_in_base`, :attr:`ArmSettings.table_rpy_in_base`);
+a base-frame twist is rotated into the table frame with it.
+
+What the pusher does with a twist: the gripper holds the pusher vertically and the arm
+keeps it at table height, so only the planar part of the table-frame linear velocity
+moves it. The vertical component and the angular velocity (a round pusher has no
+orientation that matters) are discarded and counted (``ArmStatus.out_of_plane_commands``).
+
+Limits: the planar speed is clipped to ``max_speed`` (the whole vector scaled, direction
+kept), velocity changes are limited to ``max_acceleration``, and a halt (timeout,
+protective stop) decelerates at ``max_acceleration`` too. All times are the simulated
+world's (s since its reset), so a world run faster than real time times out faster in
+wall-clock terms.
+
+Faults (:class:`ArmFault`): ``PROTECTIVE_STOP`` halts the arm and rejects every command
+until cleared (a real arm's protective stop); ``COMMANDS_IGNORED`` silently drops
+commands (a stalled driver link), so the command timeout halts the arm.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from parapush.estimation.rotations import rpy_to_matrix
+
+__all__ = ["ArmFault", "ArmSettings", "ArmSettingsError", "ArmStatus", "CommandOutcome", "EndEffectorTwist", "SimArm"]
+
+
+class ArmSettingsError(ValueError):
+    """Arm settings are invalid; the message names the field."""
+
+
+def _finite(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ArmSettingsError(f"{name}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _positive(value: Any, name: str) -> float:
+    number = _finite(value, name)
+    if number <= 0.0:
+        raise ArmSettingsError(f"{name}: expected a number > 0, got {value!r}")
+    return number
+
+
+def _triple(value: Any, name: str) -> tuple[float, float, float]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) or len(value) != 3:
+        raise ArmSettingsError(f"{name}: expected 3 numbers, got {value!r}")
+    return tuple(_finite(item, f"{name}[{index}]") for index, item in enumerate(value))
+
+
+def _name(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ArmSettingsError(f"{name}: expected a non-empty frame name, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class EndEffectorTwist:
+    """One end-effector velocity command (what a ``geometry_msgs/TwistStamped`` carries).
+
+    Attributes:
+        stamp: header stamp, s (informational: timeouts use the time of receipt).
+        frame_id: frame the twist is expressed in.
+        linear: (3,) linear velocity, m/s.
+        angular: (3,) angular velocity, rad/s.
+    """
+
+    stamp: float
+    frame_id: str
+    linear: np.ndarray
+    angular: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stamp, bool) or not isinstance(self.stamp, (int, float)) or not math.isfinite(self.stamp):
+            raise ValueError(f"stamp: expected a finite number of seconds, got {self.stamp!r}")
+        if not isinstance(self.frame_id, str):
+            raise ValueError(f"frame_id: expected a string, got {self.frame_id!r}")
+        for name in ("linear", "angular"):
+            vector = np.array(getattr(self, name), dtype=float)
+            if vector.shape != (3,) or not np.all(np.isfinite(vector)):
+                raise ValueError(f"{name}: expected 3 finite numbers, got {getattr(self, name)!r}")
+            vector.setflags(write=False)
+            object.__setattr__(self, name, vector)
+
+
+@dataclass(frozen=True)
+class ArmSettings:
+    """Frames and limits of the simulated arm (see the module docstring).
+
+    Attributes:
+        base_frame: the arm's base frame name (MoveIt's planning frame).
+        table_frame: the table frame name.
+        table_position_in_base: (3,) origin of the table frame in the base frame, m.
+        table_rpy_in_base: (3,) orientation of the table frame in the base frame, fixed-axis
+            roll, pitch, yaw, rad (``R = Rz(yaw) Ry(pitch) Rx(roll)``, ROS ``setRPY``).
+        max_speed: largest planar end-effector speed, m/s.
+        max_acceleration: largest change of the planar velocity, m/s^2 (also the halt deceleration).
+        command_timeout: the arm halts when no command arrived for this long, s (world time).
+        out_of_plane_tolerance: a vertical speed (m/s) or angular speed (rad/s) above this
+            counts the command as having out-of-plane parts (discarded either way).
+    """
+
+    base_frame: str = "base_link"
+    table_frame: str = "table"
+    table_position_in_base: tuple[float, float, float] = (0.5, 0.0, 0.0)
+    table_rpy_in_base: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    max_speed: float = 0.1
+    max_acceleration: float = 1.0
+    command_timeout: float = 0.1
+    out_of_plane_tolerance: float = 1e-6
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_frame", _name(self.base_frame, "base_frame"))
+        object.__setattr__(self, "table_frame", _name(self.table_frame, "table_frame"))
+        if self.base_frame == self.table_frame:
+            raise ArmSettingsError(f"table_frame: must differ from base_frame {self.base_frame!r}")
+        object.__setattr__(
+            self, "table_position_in_base", _triple(self.table_position_in_base, "table_position_in_base")
+        )
+        object.__setattr__(self, "table_rpy_in_base", _triple(self.table_rpy_in_base, "table_rpy_in_base"))
+        for name in ("max_speed", "max_acceleration", "command_timeout", "out_of_plane_tolerance"):
+            object.__setattr__(self, name, _positive(getattr(self, name), name))
+
+    @property
+    def table_rotation_in_base(self) -> np.ndarray:
+        """(3, 3) rotation matrix: base-frame coordinates of the table axes (v_base = R v_table)."""
+        return rpy_to_matrix(*self.table_rpy_in_base)
+
+    @classmethod
+    def from_mapping(cls, data: Any, where: str = "arm") -> ArmSettings:
+        """From plain data (a YAML section); errors name ``where`` and the field."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise ArmSettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ArmSettingsError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+        try:
+            return cls(**data)
+        except ArmSettingsError as error:
+            raise ArmSettingsError(f"{where}.{error}") from None
+
+
+class ArmFault(enum.Enum):
+    """Injected arm faults."""
+
+    NONE = "none"
+    PROTECTIVE_STOP = "protective_stop"
+    COMMANDS_IGNORED = "commands_ignored"
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """What the arm did with one command.
+
+    Attributes:
+        accepted: True when the command now drives the arm.
+        reason: why it was not accepted ("" when accepted).
+        planar_velocity: (2,) the table-frame velocity target it set, m/s (after clipping;
+            zeros when not accepted).
+        clipped: True when the speed was reduced to ``max_speed``.
+    """
+
+    accepted: bool
+    reason: str = ""
+    planar_velocity: tuple[float, float] = (0.0, 0.0)
+    clipped: bool = False
+
+
+@dataclass(frozen=True)
+class ArmStatus:
+    """A snapshot of the arm's state.
+
+    Attributes:
+        time: world time of the last :meth:`SimArm.advance`, s.
+        velocity: (2,) current planar end-effector velocity in the table frame, m/s.
+        target_velocity: (2,) the velocity it is heading for, m/s (zero when halted).
+        fault: the injected fault.
+        timed_out: True when the last command is older than the timeout (or none came).
+        last_command_age: s since the last accepted command (inf if none).
+        commands_accepted: count.
+        commands_rejected: count (wrong frame, protective stop).
+        commands_ignored: count dropped by the ``COMMANDS_IGNORED`` fault.
+        commands_clipped: count whose speed was clipped.
+        out_of_plane_commands: count with vertical or angular parts (discarded).
+    """
+
+    time: float
+    velocity: tuple[float, float]
+    target_velocity: tuple[float, float]
+    fault: ArmFault
+    timed_out: bool
+    last_command_age: float
+    commands_accepted: int
+    commands_rejected: int
+    commands_ignored: int
+    commands_clipped: int
+    out_of_plane_commands: int
+
+
+class SimArm:
+    """Turns end-effector twist commands into the pusher's planar velocity; thread-safe.
+
+    Commands arrive from any thread (:meth:`command`); the world calls :meth:`advance`
+    once per simulation step from its own thread.
+
+    Args:
+        settings: frames and limits.
+    """
+
+    def __init__(self, settings: ArmSettings | None = None) -> None:
+        settings = ArmSettings() if settings is None else settings
+        if not isinstance(settings, ArmSettings):
+            raise TypeError(f"settings: expected ArmSettings, got {type(settings).__name__}")
+        self.settings = settings
+        self._base_to_table = settings.table_rotation_in_base.T  # v_table = R^T v_base
+        self._lock = threading.Lock()
+        self._fault = ArmFault.NONE
+        self._counts = dict.fromkeys(("accepted", "rejected", "ignored", "clipped", "out_of_plane"), 0)
+        self.reset(0.0)
+
+    # -- commands ---------------------------------------------------------------------------
+    def command(self, twist: EndEffectorTwist, *, received_at: float) -> CommandOutcome:
+        """Take one command received at world time ``received_at`` (s)."""
+        if not isinstance(twist, EndEffectorTwist):
+            raise TypeError(f"twist: expected EndEffectorTwist, got {type(twist).__name__}")
+        settings = self.settings
+        if twist.frame_id == settings.base_frame:
+            table_linear = self._base_to_table @ twist.linear
+        elif twist.frame_id == settings.table_frame:
+            table_linear = np.asarray(twist.linear, dtype=float)
+        else:
+            with self._lock:
+                self._counts["rejected"] += 1
+            return CommandOutcome(
+                False,
+                f"frame_id {twist.frame_id!r} is neither the base frame {settings.base_frame!r} "
+                f"nor the table frame {settings.table_frame!r}",
+            )
+        planar = table_linear[:2].copy()
+        speed = float(np.hypot(*planar))
+        clipped = speed > settings.max_speed
+        if clipped:
+            planar *= settings.max_speed / speed
+        out_of_plane = abs(table_linear[2]) > settings.out_of_plane_tolerance or bool(
+            np.any(np.abs(twist.angular) > settings.out_of_plane_tolerance)
+        )
+        with self._lock:
+            if self._fault is ArmFault.PROTECTIVE_STOP:
+                self._counts["rejected"] += 1
+                return CommandOutcome(False, "arm is in a protective stop")
+            if self._fault is ArmFault.COMMANDS_IGNORED:
+                self._counts["ignored"] += 1
+                return CommandOutcome(False, "arm ignores commands (injected fault)")
+            self._counts["accepted"] += 1
+            self._counts["clipped"] += int(clipped)
+            self._counts["out_of_plane"] += int(out_of_plane)
+            self._commanded = planar
+            self._last_command_time = float(received_at)
+        return CommandOutcome(True, "", (float(planar[0]), float(planar[1])), clipped)
+
+    # -- faults -----------------------------------------------------------------------------
+    def inject_fault(self, fault: ArmFault) -> None:
+        """Set the arm's fault (``ArmFault.NONE`` clears it)."""
+        if not isinstance(fault, ArmFault):
+            raise TypeError(f"fault: expected ArmFault, got {fault!r}")
+        with self._lock:
+            self._fault = fault
+            if fault is not ArmFault.NONE:
+                self._commanded = np.zeros(2)
+                self._last_command_time = -math.inf
+
+    @property
+    def fault(self) -> ArmFault:
+        with self._lock:
+            return self._fault
+
+    # -- stepping ---------------------------------------------------------------------------
+    def reset(self, time: float) -> None:
+        """Halt at once (zero velocity) and forget the last command; the fault is kept."""
+        with self._lock:
+            self._time = float(time)
+            self._velocity = np.zeros(2)
+            self._commanded = np.zeros(2)
+            self._last_command_time = -math.inf
+
+    def advance(self, time: float, duration: float) -> np.ndarray:
+        """The planar velocity (2,) m/s, table frame, for the step [time, time + duration].
+
+        Applies the command timeout, the faults and the acceleration limit.
+        """
+        settings = self.settings
+        with self._lock:
+            self._time = float(time)
+            target = self._target_locked()
+            change = target - self._velocity
+            largest = settings.max_acceleration * duration
+            norm = float(np.hypot(*change))
+            if norm > largest:
+                change *= largest / norm
+            self._velocity = self._velocity + change
+            return self._velocity.copy()
+
+    def _target_locked(self) -> np.ndarray:
+        if self._fault is not ArmFault.NONE:
+            return np.zeros(2)
+        if self._time - self._last_command_time > self.settings.command_timeout:
+            return np.zeros(2)
+        return self._commanded
+
+    def status(self) -> ArmStatus:
+        with self._lock:
+            target = self._target_locked()
+            age = self._time - self._last_command_time
+            return ArmStatus(
+                time=self._time,
+                velocity=(float(self._velocity[0]), float(self._velocity[1])),
+                target_velocity=(float(target[0]), float(target[1])),
+                fault=self._fault,
+                timed_out=age > self.settings.command_timeout,
+                last_command_age=float(age),
+                commands_accepted=self._counts["accepted"],
+                commands_rejected=self._counts["rejected"],
+                commands_ignored=self._counts["ignored"],
+                commands_clipped=self._counts["clipped"],
+                out_of_plane_commands=self._counts["out_of_plane"],
+            )

@@ -47,8 +47,13 @@ def paper_scene(shape: str) -> Scene:
             "name": f"paper_{shape}",
             "pusher": {"radius": PUSHER_RADIUS, "position": [-0.2, 0.0]},
             "objects": [
-                {"name": "slider", "shape": shape, "radius": CYLINDER_RADIUS,
-                 "half_extents": list(BOX_HALF_EXTENTS), "pose": [0.0, 0.0, 0.0]}
+                {
+                    "name": "slider",
+                    "shape": shape,
+                    "radius": CYLINDER_RADIUS,
+                    "half_extents": list(BOX_HALF_EXTENTS),
+                    "pose": [0.0, 0.0, 0.0],
+                }
             ],
         }
     )
@@ -130,12 +135,24 @@ def make_fine_backend(name: str, fine_model: Any, workers: int) -> Any:
 def common_arguments(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
-    parser.add_argument("--backend", default="threads", choices=("serial", "threads", "processes"),
-                        help="fine backend (default: threads)")
-    parser.add_argument("--workers", type=int, default=available_cores(),
-                        help="fine backend workers (default: the cores present)")
-    parser.add_argument("--coarse", default="analytical", choices=("analytical", "learned"),
-                        help="coarse model (default: analytical)")
+    parser.add_argument(
+        "--backend",
+        default="threads",
+        choices=("serial", "threads", "processes"),
+        help="fine backend (default: threads)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=available_cores(),
+        help="fine backend workers (default: the cores present)",
+    )
+    parser.add_argument(
+        "--coarse",
+        default="analytical",
+        choices=("analytical", "learned"),
+        help="coarse model (default: analytical)",
+    )
     parser.add_argument("--learned-weights", default=None, help="weights of the learned coarse model")
     parser.add_argument("--no-projection", action="store_true", help="disable the feasibility projection")
     parser.add_argument("--seed", type=int, default=0, help="random seed")

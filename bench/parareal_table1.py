@@ -53,8 +53,12 @@ PUSH_DATASET_STD = (8.10, 4.20)  # Yu et al. 2016 via ISRR Table 1: translation 
 def main(argv: list[str] | None = None) -> int:
     parser = common_arguments(__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, default=None, help="initial states (default 100, quick 10)")
-    parser.add_argument("--shape", default="box", choices=("box", "cylinder"),
-                        help="slider shape (default box, as in the paper)")
+    parser.add_argument(
+        "--shape",
+        default="box",
+        choices=("box", "cylinder"),
+        help="slider shape (default box, as in the paper)",
+    )
     args = parser.parse_args(argv)
     states_count = args.states or (10 if args.quick else 100)
 
@@ -76,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     with make_fine_backend(args.backend, fine_model, args.workers) as backend:
         solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
         started = time.perf_counter()
-        parareal = solver.solve(initial, controls, durations, PararealOptions(iterations=SLICES, keep_iterates=True))
+        parareal = solver.solve(
+            initial, controls, durations, PararealOptions(iterations=SLICES, keep_iterates=True)
+        )
         time_parareal = time.perf_counter() - started
         started = time.perf_counter()
         fine = solver.predict_fine(initial, controls, durations)
@@ -94,8 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         translation = 1000.0 * np.hypot(*(final[:, :2] - reference[:, :2]).T)  # mm
         rotation = np.rad2deg(np.abs(wrap_angle(final[:, 2] - reference[:, 2])))  # deg
         per_angle = {
-            f"{angle:+.0f}": {"translation_mm": float(translation[angle_of_row == angle].mean()),
-                              "rotation_deg": float(rotation[angle_of_row == angle].mean())}
+            f"{angle:+.0f}": {
+                "translation_mm": float(translation[angle_of_row == angle].mean()),
+                "rotation_deg": float(rotation[angle_of_row == angle].mean()),
+            }
             for angle in ANGLES_DEG
         }
         results[name] = {
@@ -109,23 +117,49 @@ def main(argv: list[str] | None = None) -> int:
             "paper_mean_rotation_deg": PAPER_TABLE1[name][1],
         }
         r = results[name]
-        rows.append([name, r["mean_translation_mm"], r["mean_rotation_deg"], r["rms_translation_mm"],
-                     r["rms_rotation_deg"], f"{PAPER_TABLE1[name][0]:.2f}", f"{PAPER_TABLE1[name][1]:.2f}"])
-    rows.append(["push dataset std", "-", "-", "-", "-", f"{PUSH_DATASET_STD[0]:.2f}", f"{PUSH_DATASET_STD[1]:.2f}"])
+        rows.append(
+            [
+                name,
+                r["mean_translation_mm"],
+                r["mean_rotation_deg"],
+                r["rms_translation_mm"],
+                r["rms_rotation_deg"],
+                f"{PAPER_TABLE1[name][0]:.2f}",
+                f"{PAPER_TABLE1[name][1]:.2f}",
+            ]
+        )
+    rows.append(
+        ["push dataset std", "-", "-", "-", "-", f"{PUSH_DATASET_STD[0]:.2f}", f"{PUSH_DATASET_STD[1]:.2f}"]
+    )
     fine_travel = 1000.0 * np.hypot(*(reference[:, :2] - initial[:, slider][:, :2]).T)
 
-    print(f"ISRR Table 1 protocol: {states_count} initial states x {len(ANGLES_DEG)} pushes "
-          f"({len(initial)} trajectories), {args.shape} slider, coarse = {args.coarse}, "
-          f"projection = {projector is not None}, backend = {args.backend} x {backend.workers}")
-    print(f"pushes: {SPEED * 1000:.0f} mm/s at {ANGLES_DEG} deg, {SLICES} x {DURATION} s; "
-          f"fine slider travel mean {fine_travel.mean():.1f} mm (min {fine_travel.min():.1f})")
-    print(format_table(
-        ["model", "ours mean trans mm", "ours mean rot deg", "ours rms trans mm", "ours rms rot deg",
-         "paper trans mm", "paper rot deg"],
-        rows,
-    ))
-    print(f"K = N vs fine: max |difference| = {exactness:.3g} (must be ~0); "
-          f"wall time: Parareal K=0..4 {time_parareal:.2f} s, fine {time_fine:.2f} s")
+    print(
+        f"ISRR Table 1 protocol: {states_count} initial states x {len(ANGLES_DEG)} pushes "
+        f"({len(initial)} trajectories), {args.shape} slider, coarse = {args.coarse}, "
+        f"projection = {projector is not None}, backend = {args.backend} x {backend.workers}"
+    )
+    print(
+        f"pushes: {SPEED * 1000:.0f} mm/s at {ANGLES_DEG} deg, {SLICES} x {DURATION} s; "
+        f"fine slider travel mean {fine_travel.mean():.1f} mm (min {fine_travel.min():.1f})"
+    )
+    print(
+        format_table(
+            [
+                "model",
+                "ours mean trans mm",
+                "ours mean rot deg",
+                "ours rms trans mm",
+                "ours rms rot deg",
+                "paper trans mm",
+                "paper rot deg",
+            ],
+            rows,
+        )
+    )
+    print(
+        f"K = N vs fine: max |difference| = {exactness:.3g} (must be ~0); "
+        f"wall time: Parareal K=0..4 {time_parareal:.2f} s, fine {time_fine:.2f} s"
+    )
 
     figure = Figure(figsize=(11, 4))
     axes = figure.subplots(1, 2)
@@ -149,11 +183,20 @@ def main(argv: list[str] | None = None) -> int:
     json_path, png_path = write_results(
         f"parareal_table1{suffix}",
         {
-            "protocol": {"states": states_count, "angles_deg": ANGLES_DEG, "speed_m_s": SPEED,
-                         "slices": SLICES, "duration_s": DURATION, "shape": args.shape,
-                         "coarse": args.coarse, "projection": projector is not None,
-                         "backend": args.backend, "workers": backend.workers, "seed": args.seed,
-                         "quick": args.quick},
+            "protocol": {
+                "states": states_count,
+                "angles_deg": ANGLES_DEG,
+                "speed_m_s": SPEED,
+                "slices": SLICES,
+                "duration_s": DURATION,
+                "shape": args.shape,
+                "coarse": args.coarse,
+                "projection": projector is not None,
+                "backend": args.backend,
+                "workers": backend.workers,
+                "seed": args.seed,
+                "quick": args.quick,
+            },
             "results": results,
             "push_dataset_std": {"translation_mm": PUSH_DATASET_STD[0], "rotation_deg": PUSH_DATASET_STD[1]},
             "k_equals_n_max_abs_difference": exactness,

@@ -26,8 +26,9 @@ from parapush.parareal import (
 from parapush.scene import wrap_angle
 
 
-def make_solver(*, projector: ToyProjector | None = None, wrap_yaw: bool = False, workers: int = 1,
-                delay: float = 0.0) -> tuple[PararealSolver, ToyFine]:
+def make_solver(
+    *, projector: ToyProjector | None = None, wrap_yaw: bool = False, workers: int = 1, delay: float = 0.0
+) -> tuple[PararealSolver, ToyFine]:
     fine = ToyFine()
     solver = PararealSolver(
         coarse=ToyCoarse(wrap_yaw=wrap_yaw),
@@ -211,7 +212,9 @@ def test_fine_path_is_serial_fine(path: str) -> None:
     if path == "predict_fine":
         result = solver.predict("fine", states, controls, durations)
     else:
-        result = solver.solve(states, controls, durations, PararealOptions(iterations=1), schedule="sample_parallel")
+        result = solver.solve(
+            states, controls, durations, PararealOptions(iterations=1), schedule="sample_parallel"
+        )
     reference = serial_fine(ToyFine(), states, controls, durations)
     np.testing.assert_array_equal(result.trajectories, reference)
     assert result.schedule == "sample_parallel" and result.stop_reason == "converged"
@@ -271,7 +274,9 @@ def test_non_finite_coarse_or_projection_raises() -> None:
 def _solve(solver: PararealSolver, **overrides: object) -> None:
     states, controls, durations = random_problem(20, sequences=2, slices=3)
     arguments: dict[str, object] = {
-        "initial_states": states, "controls": controls, "durations": durations,
+        "initial_states": states,
+        "controls": controls,
+        "durations": durations,
         "options": PararealOptions(iterations=1),
     }
     arguments.update(overrides)

@@ -43,10 +43,19 @@ def random_scene(rng: np.random.Generator) -> tuple[Scene, np.ndarray]:
             x += previous_radius + bounding + float(rng.uniform(0.002, 0.03))
         previous_radius = bounding
         pose = (x, float(rng.uniform(-0.03, 0.03)), float(rng.uniform(-np.pi, np.pi)))
-        objects.append({"name": f"o{index}", "shape": shape, "radius": radius,
-                        "half_extents": half_extents, "pose": pose})
+        objects.append(
+            {
+                "name": f"o{index}",
+                "shape": shape,
+                "radius": radius,
+                "half_extents": half_extents,
+                "pose": pose,
+            }
+        )
     first = objects[0]
-    first_radius = first["radius"] if first["shape"] == "cylinder" else float(np.hypot(*first["half_extents"]))
+    first_radius = (
+        first["radius"] if first["shape"] == "cylinder" else float(np.hypot(*first["half_extents"]))
+    )
     pusher = (-(first_radius + 0.0145 + float(rng.uniform(0.002, 0.02))), float(rng.uniform(-0.03, 0.03)))
     scene = scene_from_dict({"name": "random", "objects": objects, "pusher": {"position": pusher}})
     poses = np.array([[spec.pose for spec in scene.objects]])
@@ -104,9 +113,13 @@ def test_k_equals_n_is_serial_fine_and_prefixes_are_exact(coarse_name: str, seed
     controls, durations = random_pushes(rng, 2, slices)
     fine = fine_module.FineModel(scene)
     solver = PararealSolver(
-        coarse=make_coarse(coarse_name, scene), fine=backends.SerialBackend(fine), projector=make_projector(scene)
+        coarse=make_coarse(coarse_name, scene),
+        fine=backends.SerialBackend(fine),
+        projector=make_projector(scene),
     )
-    result = solver.solve(initial, controls, durations, PararealOptions(iterations=slices, keep_iterates=True))
+    result = solver.solve(
+        initial, controls, durations, PararealOptions(iterations=slices, keep_iterates=True)
+    )
     reference = serial_fine(fine, np.repeat(initial[None], 2, axis=0), controls, durations)
     np.testing.assert_allclose(result.trajectories, reference, rtol=0, atol=1e-9)
     assert result.stop_reason == "converged" and result.fully_exact

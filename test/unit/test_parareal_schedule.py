@@ -123,8 +123,12 @@ def test_auto_picks_sample_parallel_when_the_batch_fills_the_workers(
         (lambda: paper_speedup(4, 5, 0.1), None),
         (lambda: paper_speedup(4, -1, 0.1), "iterations"),
         (lambda: paper_speedup(4, 1, -0.1), "cost_ratio"),
-        (lambda: parareal_wall_time(ProblemSize(sequences=1, slices=4, workers=2), 5,
-                                    StepCosts(coarse_step=0.0, fine_control=1.0)), "iterations"),
+        (
+            lambda: parareal_wall_time(
+                ProblemSize(sequences=1, slices=4, workers=2), 5, StepCosts(coarse_step=0.0, fine_control=1.0)
+            ),
+            "iterations",
+        ),
         (lambda: CostEstimator(smoothing=0.0), "smoothing"),
     ],
 )

@@ -130,9 +130,7 @@ def random_problem(seed: int, *, sequences: int, slices: int) -> tuple[np.ndarra
     return states, controls, durations
 
 
-def serial_fine(
-    fine: ToyFine, states: np.ndarray, controls: np.ndarray, durations: np.ndarray
-) -> np.ndarray:
+def serial_fine(fine: ToyFine, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
     """Reference: the fine model applied slice after slice, (B, N+1, D)."""
     sequences, slices = controls.shape[:2]
     trajectory = np.empty((sequences, slices + 1, DIMENSION))

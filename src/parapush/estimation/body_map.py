@@ -159,7 +159,9 @@ class BodyMap:
 
     def entries_by_id(self) -> dict[int, BodyMapEntry]:
         """Entries keyed by streaming id; BodyMapError naming the entries without an id."""
-        unresolved = [f"bodies[{i}] ({e.body})" for i, e in enumerate(self.entries) if e.rigid_body_id is None]
+        unresolved = [
+            f"bodies[{i}] ({e.body})" for i, e in enumerate(self.entries) if e.rigid_body_id is None
+        ]
         if unresolved:
             raise BodyMapError(
                 f"{', '.join(unresolved)}: no streaming id; resolve Motive names with "
@@ -262,7 +264,7 @@ def body_map_from_dict(data: Any) -> BodyMap:
         except BodyMapError as error:
             message, label = str(error), f"body {name!r}"
             if message.startswith(label):
-                raise BodyMapError(f"{where}{message[len(label):]}") from None
+                raise BodyMapError(f"{where}{message[len(label) :]}") from None
             raise BodyMapError(f"{where}: {message}") from None
     return BodyMap(tuple(entries))
 

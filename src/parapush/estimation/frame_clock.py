@@ -70,4 +70,4 @@ class FrameClock:
             self._envelope.append((float(server_time), offset))
             while self._envelope[0][0] < server_time - self.window:
                 self._envelope.popleft()
-        return float(server_time) + min(self._envelope[0][1], offset)
+        return min(float(server_time) + self._envelope[0][1], float(local_stamp))

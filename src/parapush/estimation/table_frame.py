@@ -240,9 +240,7 @@ class TableTransform:
         }
 
 
-def yaw_offset_from_observation(
-    transform: TableTransform, orientation, known_yaw: float
-) -> float:
+def yaw_offset_from_observation(transform: TableTransform, orientation, known_yaw: float) -> float:
     """The ``yaw_offset`` (rad, wrapped to [-pi, pi)) that makes a body observed with mocap
     ``orientation`` (4,) report the table yaw ``known_yaw`` (rad)."""
     body_rotation = unit_quaternion(orientation, "orientation")
@@ -281,9 +279,9 @@ def _rotation_from_dict(data: Any, where: str) -> np.ndarray:
 def table_transform_from_dict(data: Any, where: str = TRANSFORM_SECTION) -> TableTransform:
     """Build a transform from the ``mocap_to_table`` section::
 
-        translation: [x, y, z]              # m, mocap origin in the table frame
-        rotation: {quaternion: [qx, qy, qz, qw]}   # or rpy: [r, p, y] (rad),
-                                            # rpy_degrees: [...], preset: y_up | z_up
+    translation: [x, y, z]              # m, mocap origin in the table frame
+    rotation: {quaternion: [qx, qy, qz, qw]}   # or rpy: [r, p, y] (rad),
+                                        # rpy_degrees: [...], preset: y_up | z_up
     """
     if not isinstance(data, Mapping):
         raise TableFrameError(f"{where}: expected a mapping with translation and rotation")

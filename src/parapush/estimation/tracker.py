@@ -47,12 +47,9 @@ if TYPE_CHECKING:
 
 
 def _positive(value: float, name: str) -> float:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name}: expected a number, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    number = float(value)
     if not math.isfinite(number) or number <= 0.0:
         raise ValueError(f"{name}: must be finite and > 0, got {value!r}")
     return number
@@ -88,10 +85,18 @@ class TrackerSettings:
     rate_window: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("stale_timeout", "reinitialize_after", "clock_window", "stream_restart_jump", "rate_window"):
+        for name in (
+            "stale_timeout",
+            "reinitialize_after",
+            "clock_window",
+            "stream_restart_jump",
+            "rate_window",
+        ):
             object.__setattr__(self, name, _positive(getattr(self, name), name))
         if not isinstance(self.pose_filter, PoseFilterSettings):
-            raise ValueError(f"pose_filter: expected PoseFilterSettings, got {type(self.pose_filter).__name__}")
+            raise ValueError(
+                f"pose_filter: expected PoseFilterSettings, got {type(self.pose_filter).__name__}"
+            )
         if not isinstance(self.use_server_clock, bool):
             raise ValueError(f"use_server_clock: expected a bool, got {self.use_server_clock!r}")
         frames = self.stream_restart_frames
@@ -138,6 +143,8 @@ class TrackerDiagnostics:
         frames_received: frames passed to update (all of them).
         frames_used: frames accepted (in order).
         frames_out_of_order: frames dropped as duplicate or older than the previous one.
+        frames_stamp_not_increasing: newer frames dropped because their measurement time
+            (receive time - latency) did not follow the previous frame's.
         frames_dropped: frame numbers skipped by the stream (lost UDP packets, server drops).
         stream_restarts: frame numbers jumping back (server restarted).
         frames_with_unknown_ids: frames carrying a rigid-body id the mapping does not know.
@@ -154,6 +161,7 @@ class TrackerDiagnostics:
     frames_received: int
     frames_used: int
     frames_out_of_order: int
+    frames_stamp_not_increasing: int
     frames_dropped: int
     stream_restarts: int
     frames_with_unknown_ids: int
@@ -173,7 +181,8 @@ class TrackerDiagnostics:
         return (
             f"{self.update_rate:.1f} Hz, latency {latency}, stale: {stale}, "
             f"frames used {self.frames_used}/{self.frames_received} "
-            f"(out of order {self.frames_out_of_order}, dropped {self.frames_dropped}, "
+            f"(out of order {self.frames_out_of_order}, stamp not increasing "
+            f"{self.frames_stamp_not_increasing}, dropped {self.frames_dropped}, "
             f"with unknown ids {self.frames_with_unknown_ids}: {list(self.unknown_ids)})"
         )
 
@@ -246,6 +255,7 @@ class SceneTracker:
         self._frames_received = 0
         self._frames_used = 0
         self._frames_out_of_order = 0
+        self._frames_stamp_not_increasing = 0
         self._frames_dropped = 0
         self._stream_restarts = 0
         self._frames_with_unknown_ids = 0
@@ -274,7 +284,9 @@ class SceneTracker:
                 :func:`parapush.natnet.frame_latency_s`); the frame is stamped
                 ``receive_time - latency``.
         Returns:
-            True if the frame was used, False if it was dropped as duplicate or out of order.
+            True if the frame was used, False if it was dropped: a duplicate or out-of-order
+            frame number, or a measurement time not after the previous frame's (see
+            :class:`TrackerDiagnostics` for the counters).
         Raises:
             ValueError: if receive_time is not finite or latency is negative or not finite.
         """
@@ -284,35 +296,32 @@ class SceneTracker:
             raise ValueError(f"latency: must be finite and >= 0 s (or None), got {latency!r}")
         with self._lock:
             self._frames_received += 1
-            if not self._accept_frame_number(int(frame.frame_number)):
-                return False
+            frame_number = int(frame.frame_number)
+            last_number = self._last_frame_number
+            if last_number is not None and frame_number <= last_number:
+                if last_number - frame_number < self.settings.stream_restart_frames:
+                    self._frames_out_of_order += 1
+                    return False
+                self._stream_restarts += 1
+            elif last_number is not None and frame_number > last_number + 1:
+                self._frames_dropped += frame_number - last_number - 1
+            self._last_frame_number = frame_number
             local_stamp = receive_time - (latency if latency is not None else 0.0)
             if self.settings.use_server_clock:
                 measurement_time = self._clock.measurement_time(float(frame.timestamp), local_stamp)
             else:
                 measurement_time = local_stamp
             if self._last_measurement_time is not None and measurement_time <= self._last_measurement_time:
-                self._frames_out_of_order += 1
+                # A newer frame stamped no later than the previous one: its latency grew by more
+                # than the time between the two receipts (or the clock offset estimate stepped
+                # down). Which stamp is wrong is unknown; the frame is counted and dropped.
+                self._frames_stamp_not_increasing += 1
                 return False
-            self._last_frame_number = int(frame.frame_number)
             self._last_measurement_time = measurement_time
             self._frames_used += 1
             self._record_timing(receive_time, latency)
             self._observe_bodies(frame, measurement_time)
             return True
-
-    def _accept_frame_number(self, frame_number: int) -> bool:
-        last = self._last_frame_number
-        if last is None:
-            return True
-        if frame_number <= last:
-            if last - frame_number < self.settings.stream_restart_frames:
-                self._frames_out_of_order += 1
-                return False
-            self._stream_restarts += 1
-        elif frame_number > last + 1:
-            self._frames_dropped += frame_number - last - 1
-        return True
 
     def _record_timing(self, receive_time: float, latency: float | None) -> None:
         horizon = receive_time - self.settings.rate_window
@@ -347,7 +356,9 @@ class SceneTracker:
                 pose = self.table_transform.body_pose(
                     body.position, body.orientation, entry.centre_offset, entry.yaw_offset
                 )
-                planar = pose.planar
+                # The state has no pusher yaw: its orientation (the arm's tool, possibly far
+                # from upright) must neither reject the pose nor trigger a yaw jump reset.
+                planar = np.array([*pose.translation[:2], 0.0]) if entry.is_pusher else pose.planar
             except ValueError:
                 track.invalid_poses += 1
                 continue
@@ -387,7 +398,9 @@ class SceneTracker:
                 if track.last_valid_time is None:
                     poses[index] = velocities[index] = math.nan
                 elif valid[index]:
-                    poses[index], velocities[index] = track.pose_filter.predict(max(stamp, track.last_valid_time))
+                    poses[index], velocities[index] = track.pose_filter.predict(
+                        max(stamp, track.last_valid_time)
+                    )
                 else:
                     poses[index], velocities[index] = track.pose_filter.pose, 0.0
             poses[:, 2] = wrap_angle(poses[:, 2])
@@ -442,6 +455,7 @@ class SceneTracker:
                 frames_received=self._frames_received,
                 frames_used=self._frames_used,
                 frames_out_of_order=self._frames_out_of_order,
+                frames_stamp_not_increasing=self._frames_stamp_not_increasing,
                 frames_dropped=self._frames_dropped,
                 stream_restarts=self._stream_restarts,
                 frames_with_unknown_ids=self._frames_with_unknown_ids,

@@ -20,19 +20,26 @@ At a steady sample period T the filter converges to fixed gains ``k_p`` (dimensi
 ``k_v`` (1/s) (an alpha-beta filter with alpha = k_p, beta = k_v T). For a body moving at
 constant velocity the steady-state errors are zero: the model is constant velocity, the pose
 does not trail. Under a constant acceleration ``a`` the steady-state errors of the updated
-estimate are (writing the error recursion and solving for its fixed point)::
+estimate follow from the error recursion (e = true - estimated position, e_v the same for
+velocity, e- the error of the prediction)::
 
-    velocity error = a (k_p / k_v - T / 2) = a * tau_v       (the velocity estimate is
+    e- = e + T e_v + a T^2 / 2        e' = (1 - k_p) e-        e_v' = e_v + a T - k_v e-
+
+whose fixed point is ``e- = a T / k_v`` and::
+
+    velocity error e_v = a (k_p / k_v - T / 2) = a * tau_v    (the velocity estimate is
                                                                the true velocity tau_v ago)
-    position error = a T (1 - k_p) / k_v                      (a constant offset, m)
+    position error e   = a T (1 - k_p) / k_v                  (a constant offset, m)
 
-With the defaults at 120 Hz (sigma = 0.5 mm, q = 3e-5 m^2/s^3; yaw: 0.005 rad and
-3e-3 rad^2/s^3, the same ratio q / sigma^2): **tau_v = 0.125 s** for x, y and yaw, position
-error 7.8e-3 s^2 * a (0.78 mm at 0.1 m/s^2), and steady-state standard deviations 0.17 mm
-and 1.9 mm/s per axis (speed error RMS about 2 mm/s, velocity-vector error about 2.7 mm/s).
-:func:`steady_state_lag` and :func:`steady_state_std` compute these numbers for any settings;
-raising ``acceleration_density`` tenfold roughly halves the lag and doubles the velocity
-noise (tau_v ~ q^(-1/4), velocity std ~ q^(3/8)).
+With the defaults at 120 Hz (sigma = 0.5 mm, q = 1e-4 m^2/s^3; yaw: 0.005 rad and
+1e-2 rad^2/s^3, the same ratio q / sigma^2): **tau_v = 0.0915 s** (91.5 ms) for x, y and
+yaw, position error 4.2e-3 s^2 * a (0.42 mm at 0.1 m/s^2). The measurement noise alone
+leaves 0.18 mm and 1.5 mm/s standard deviation per axis (velocity-vector error about
+2.2 mm/s RMS; yaw 1.8 mrad and 15 mrad/s). At 240 Hz tau_v is 78 ms, at 100 Hz 95 ms.
+:func:`steady_state_lag`, :func:`steady_state_position_bias` and :func:`steady_state_std`
+compute these numbers for any settings. The trade-off is set by ``acceleration_density``:
+ten times larger roughly halves the lag (tau_v ~ q^(-1/4)) and multiplies the velocity noise
+by 2.4 (~ q^(3/8)).
 
 The lag of the estimate behind *real time* is this filter lag plus the transport latency
 (exposure to receipt), which the tracker removes from the stamps.
@@ -45,16 +52,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import solve_discrete_are
+from scipy.linalg import solve_discrete_are, solve_discrete_lyapunov
 
 
 def _positive(value: float, name: str, allow_infinite: bool = False) -> float:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name}: expected a number, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    number = float(value)
     if math.isnan(number) or (math.isinf(number) and not allow_infinite) or number <= 0.0:
         raise ValueError(f"{name}: must be {'> 0' if allow_infinite else 'finite and > 0'}, got {value!r}")
     return number
@@ -78,8 +82,8 @@ class PoseFilterSettings:
 
     position_noise: float = 0.0005
     yaw_noise: float = 0.005
-    acceleration_density: float = 3e-5
-    angular_acceleration_density: float = 3e-3
+    acceleration_density: float = 1e-4
+    angular_acceleration_density: float = 1e-2
     initial_speed_std: float = 0.2
     initial_yaw_rate_std: float = 2.0
     jump_distance: float = 0.03
@@ -245,28 +249,18 @@ class PoseVelocityFilter:
         return values.copy()
 
 
-def _steady_state(settings: PoseFilterSettings, period: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-axis steady-state gains (3, 2) and updated covariances (3, 2, 2) at ``period`` s."""
+def steady_state_gains(settings: PoseFilterSettings, period: float) -> np.ndarray:
+    """(3, 2) steady-state Kalman gains (k_p, k_v in 1/s) of x, y, yaw at sample ``period`` s."""
     period = _positive(period, "period")
     transition = np.array([[1.0, period], [0.0, 1.0]])
     observation = np.array([[1.0, 0.0]])
     noise = _process_noise(settings.process_density, period)
     gains = np.empty((3, 2))
-    covariances = np.empty((3, 2, 2))
     for axis in range(3):
         variance = settings.measurement_variance[axis]
-        predicted = solve_discrete_are(
-            transition.T, observation.T, noise[axis], np.array([[variance]])
-        )
-        gain = predicted[:, 0] / (predicted[0, 0] + variance)
-        gains[axis] = gain
-        covariances[axis] = predicted - np.outer(gain, predicted[0])
-    return gains, covariances
-
-
-def steady_state_gains(settings: PoseFilterSettings, period: float) -> np.ndarray:
-    """(3, 2) steady-state Kalman gains (k_p, k_v in 1/s) of x, y, yaw at sample ``period`` s."""
-    return _steady_state(settings, period)[0]
+        predicted = solve_discrete_are(transition.T, observation.T, noise[axis], np.array([[variance]]))
+        gains[axis] = predicted[:, 0] / (predicted[0, 0] + variance)
+    return gains
 
 
 def steady_state_lag(settings: PoseFilterSettings, period: float) -> np.ndarray:
@@ -283,7 +277,23 @@ def steady_state_position_bias(settings: PoseFilterSettings, period: float) -> n
 
 
 def steady_state_std(settings: PoseFilterSettings, period: float) -> np.ndarray:
-    """(3, 2) steady-state standard deviations of the updated (position, velocity) of x, y, yaw
-    for white measurement noise at sample ``period`` s (m, m/s; rad, rad/s)."""
-    covariances = _steady_state(settings, period)[1]
-    return np.sqrt(np.stack([covariances[:, 0, 0], covariances[:, 1, 1]], axis=1))
+    """(3, 2) standard deviations of the updated (position, velocity) of x, y, yaw caused by
+    the measurement noise alone (a body at rest or at constant velocity), at a steady sample
+    ``period`` s: m, m/s; rad, rad/s.
+
+    The steady-state filter is the linear recursion ``e' = A e + K n`` with
+    ``A = (I - K H) F``; its error covariance solves ``S = A S A^T + K sigma^2 K^T``. (The
+    Kalman covariance itself is larger: it also budgets for the modelled random acceleration.)
+    """
+    period = _positive(period, "period")
+    transition = np.array([[1.0, period], [0.0, 1.0]])
+    gains = steady_state_gains(settings, period)
+    result = np.empty((3, 2))
+    for axis in range(3):
+        gain = gains[axis]
+        propagation = (np.eye(2) - np.outer(gain, [1.0, 0.0])) @ transition
+        covariance = solve_discrete_lyapunov(
+            propagation, np.outer(gain, gain) * settings.measurement_variance[axis]
+        )
+        result[axis] = np.sqrt(np.diag(covariance))
+    return result

@@ -88,8 +88,8 @@ def decode_frame_payload(payload: bytes, version: NatNetVersion) -> MocapFrame:
 
     Raises:
         NatNetDecodeError: the payload is truncated, has trailing bytes, a negative or impossible
-            count, a 4.1+ block whose byte size disagrees with its items, or a tracked rigid body
-            with a non-finite pose.
+            count, a 4.1+ block whose byte size disagrees with its items, a non-finite timestamp, or
+            a tracked rigid body with a non-finite pose.
     """
     if version.major < 3:
         raise NatNetDecodeError(f"{_MESSAGE}: NatNet {version} is not supported (3.0 or newer needed)")
@@ -115,6 +115,9 @@ def decode_frame_payload(payload: bytes, version: NatNetVersion) -> MocapFrame:
     timecode = reader.uint32("suffix timecode")
     timecode_subframe = reader.uint32("suffix timecode subframe")
     timestamp = reader.float64("suffix timestamp")
+    if not math.isfinite(timestamp):
+        reader.offset -= 8
+        raise reader.error(f"suffix timestamp is not finite ({timestamp})")
     mid_exposure = reader.uint64("suffix mid-exposure ticks")
     data_received = reader.uint64("suffix data-received ticks")
     transmit = reader.uint64("suffix transmit ticks")

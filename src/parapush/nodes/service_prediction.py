@@ -7,6 +7,7 @@ exactly as through a local engine.
 
 from __future__ import annotations
 
+import copy as _copy
 import threading
 
 import numpy as np
@@ -63,6 +64,14 @@ class ServicePrediction:
         self.timeout = timeout
         self._client = node.create_client(PredictTrajectory, service, callback_group=ReentrantCallbackGroup())
         self.last_response: PredictTrajectory.Response | None = None
+
+    def configured(self, *, model: str, iterations: int | None) -> ServicePrediction:
+        """A copy asking for another model or K, sharing this one's client."""
+        copy = _copy.copy(self)
+        copy.model = model
+        copy.iterations = iterations
+        copy.last_response = None
+        return copy
 
     def wait_until_ready(self, timeout: float) -> bool:
         return self._client.wait_for_service(timeout_sec=timeout)

@@ -19,7 +19,9 @@ class _RunningMean:
     def add(self, sample: float) -> None:
         if not math.isfinite(sample) or sample < 0.0:
             return
-        self.value = sample if self.value is None else (1.0 - self.smoothing) * self.value + self.smoothing * sample
+        self.value = (
+            sample if self.value is None else (1.0 - self.smoothing) * self.value + self.smoothing * sample
+        )
         self.samples += 1
 
 
@@ -96,4 +98,6 @@ class CostEstimator:
         """c_c and c_f for controls of ``mean_duration`` s, or None before any measurement."""
         if not self.ready:
             return None
-        return StepCosts(coarse_step=self._coarse_step.value, fine_control=self._fine_rate.value * mean_duration)
+        return StepCosts(
+            coarse_step=self._coarse_step.value, fine_control=self._fine_rate.value * mean_duration
+        )

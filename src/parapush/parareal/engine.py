@@ -280,7 +280,9 @@ class PararealSolver:
     def _size(self, problem: PredictionProblem) -> ProblemSize:
         return ProblemSize(sequences=problem.sequences, slices=problem.slices, workers=self._workers)
 
-    def _describe(self, problem: PredictionProblem, iterations: int, schedule: str, requested: str) -> ScheduleChoice:
+    def _describe(
+        self, problem: PredictionProblem, iterations: int, schedule: str, requested: str
+    ) -> ScheduleChoice:
         costs = self._costs.step_costs(problem.mean_duration)
         if costs is None:
             return ScheduleChoice(schedule=schedule, requested=requested, iterations_assumed=iterations)
@@ -331,7 +333,9 @@ class PararealSolver:
         self._project(problem.initial_states + jump, np.arange(problem.sequences), 0, problem, 0)
         elapsed_coarse = time.perf_counter() - started
         wall, count, mean_duration = clock.fine_calls[0]
-        self._costs.record_fine(wall_time=wall, rows=count, mean_duration=mean_duration, workers=self._workers)
+        self._costs.record_fine(
+            wall_time=wall, rows=count, mean_duration=mean_duration, workers=self._workers
+        )
         self._costs.record_coarse(wall_time=elapsed_coarse, steps=1)
 
     # -- model calls ----------------------------------------------------------------------
@@ -349,7 +353,8 @@ class PararealSolver:
         states = np.asarray(output, dtype=float)
         if states.shape != starts.shape:
             raise RuntimeError(
-                f"{model} model returned shape {states.shape} for {starts.shape[0]} rows; expected {starts.shape}"
+                f"{model} model returned shape {states.shape} for {starts.shape[0]} rows; "
+                f"expected {starts.shape}"
             )
         finite = np.isfinite(states).all(axis=1)
         if not finite.all():
@@ -421,7 +426,9 @@ class PararealSolver:
         controls = problem.controls[sequences, slice_index]
         durations = problem.durations[sequences, slice_index]
         slices = np.full(len(sequences), slice_index)
-        return self._check_output(output, "projection", states, controls, durations, sequences, slices, iteration)
+        return self._check_output(
+            output, "projection", states, controls, durations, sequences, slices, iteration
+        )
 
     # -- Parareal -------------------------------------------------------------------------
     def _parareal(
@@ -444,13 +451,14 @@ class PararealSolver:
             predicted = self._coarse_call(clock, problem, trajectories[:, n], everyone, n, iteration=0)
             coarse_of_iterate[:, n] = predicted
             started = time.perf_counter()
-            trajectories[:, n + 1] = self._project(predicted, everyone, n, problem, 0) if project else predicted
+            trajectories[:, n + 1] = (
+                self._project(predicted, everyone, n, problem, 0) if project else predicted
+            )
             clock.correction += time.perf_counter() - started
 
         iterates = [trajectories.copy()] if options.keep_iterates else None
         active = np.ones(batch, dtype=bool)
         sequence_iterations = np.zeros(batch, dtype=int)
-        met_tolerance = np.zeros(batch, dtype=bool)
         update_position: list[float] = []
         update_angle: list[float] = []
         completed = 0
@@ -493,7 +501,6 @@ class PararealSolver:
                 if options.tolerance_angle is not None:
                     within &= angle_change <= options.tolerance_angle
                 active[rows[within]] = False
-                met_tolerance[rows[within]] = True
             last_iteration_time = time.perf_counter() - iteration_started
 
         exact_states = sequence_iterations + 1
@@ -561,7 +568,9 @@ class PararealSolver:
             jump = fine[:, n - completed] - coarse_of_iterate[rows, n]
             jump[:, self._yaws] = wrap_angle(jump[:, self._yaws])
             corrected = predicted + jump
-            updated[:, n + 1] = self._project(corrected, rows, n, problem, iteration) if project else corrected
+            updated[:, n + 1] = (
+                self._project(corrected, rows, n, problem, iteration) if project else corrected
+            )
             coarse_of_iterate[rows, n] = predicted
         change = updated[:, completed + 1 :] - trajectories[rows, completed + 1 :]
         position_change = np.abs(change[..., self._positions]).max(axis=(1, 2))

@@ -76,8 +76,7 @@ class PararealOptions:
                 raise TypeError(f"{name}: expected a bool, got {getattr(self, name)!r}")
         if self.iterations is None and not self.has_tolerance and self.deadline is None:
             raise ValueError(
-                "iterations, tolerance_position, tolerance_angle, deadline: give at least one "
-                "stopping rule"
+                "iterations, tolerance_position, tolerance_angle, deadline: give at least one stopping rule"
             )
 
     @property

@@ -1,10 +1,51 @@
-"""The analytical (kinematic) coarse pushing model of ISRR 2019, Eq 5-8."""
+"""The analytical (kinematic) coarse pushing model C of ISRR 2019, Eq 5-8.
+
+For a control u (m/s) held for dt (s) the pusher moves along the straight path
+``p -> p + u dt``. For each object the path is intersected with the object inflated by
+the pusher radius (a disc of radius r_o + r_p for a cylinder, a rounded rectangle for a
+box, in the box's frame); the first entry at path fraction s gives the contact fraction
+
+    p_c = d_contact / (d_contact + d_free) = 1 - s          (Eq 6; 0 without a hit)
+
+(``p_c = 1`` when the pusher starts touching the object and moves into it). Then
+
+    q_obj  <- q_obj + [u_x, u_y, omega] * p_c * dt          (Eq 5)
+    omega   = K_omega * |u| sin(theta) / |r_c|              (Eq 6)
+    qdot_obj <- [u_x, u_y, omega] if p_c > 0 else unchanged  (Eq 7)
+    q_p <- q_p + u dt,  qdot_p <- u                          (Eq 8)
+
+where r_c is the vector from the contact point (on the object's boundary, at the pusher
+position of first contact) to the object's centre and theta the signed angle from u to
+r_c, so ``|u| sin(theta) / |r_c| = cross(u, r_c) / |r_c|^2``: pushing +x below the centre
+turns the object counter-clockwise. The authors' code uses K_omega = 0.1 and clips omega
+to +-0.05 rad/s (``angular_speed_limit``; no clip by default, as in the paper).
+
+Several objects (a deliberate simplification; the journal paper notes the analytical
+model is poor there): every object whose inflated shape the pusher path enters is
+pushed independently from its own entry on, i.e. in path order, each by the pusher
+alone. Objects pushed into other objects, obstacles or the pusher are then separated by
+:class:`parapush.physics.projection.FeasibilityProjector` (on by default), which
+approximates chain pushes by minimum translations. Every object hit head-on ends touching
+the final pusher, so objects lined up exactly behind each other end up at the same place
+before the projection, which then separates them along an arbitrary direction: one more
+reason why this model is poor for chains.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from parapush.scene import Scene
+from parapush.physics.planar_geometry import (
+    closest_point_on_rectangle,
+    cross,
+    segment_disc_entry,
+    segment_rounded_rectangle_entry,
+)
+from parapush.physics.projection import FeasibilityProjector
+from parapush.physics.propagator import check_batch
+from parapush.scene import Scene, StateLayout
 
 
 class AnalyticalCoarseModel:
@@ -12,11 +53,91 @@ class AnalyticalCoarseModel:
 
     Args:
         scene: the scene (object shapes and the pusher radius are used).
-        rotation_gain: K_omega of Eq 6 (dimensionless, >= 0).
+        rotation_gain: K_omega of Eq 6, dimensionless, >= 0 (authors' code: 0.1).
+        angular_speed_limit: |omega| is clipped to this, rad/s (authors' code: 0.05).
+        resolve_overlaps: project the result with a
+            :class:`~parapush.physics.projection.FeasibilityProjector` so that pushed objects
+            do not end inside each other, obstacles or the pusher.
+
+    Attributes:
+        layout: the scene's state layout.
     """
 
-    def __init__(self, scene: Scene, *, rotation_gain: float = 0.1) -> None:
-        raise NotImplementedError
+    def __init__(
+        self, scene: Scene, *, rotation_gain: float = 0.1, angular_speed_limit: float = math.inf,
+        resolve_overlaps: bool = True,
+    ) -> None:
+        if not isinstance(scene, Scene):
+            raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
+        if not (isinstance(rotation_gain, (int, float)) and math.isfinite(rotation_gain) and rotation_gain >= 0):
+            raise ValueError(f"rotation_gain: expected a finite value >= 0, got {rotation_gain!r}")
+        if not (isinstance(angular_speed_limit, (int, float)) and angular_speed_limit > 0):
+            raise ValueError(f"angular_speed_limit: expected a value > 0 rad/s, got {angular_speed_limit!r}")
+        self.scene = scene
+        self.layout: StateLayout = scene.layout
+        self.rotation_gain = float(rotation_gain)
+        self.angular_speed_limit = float(angular_speed_limit)
+        self.projector = FeasibilityProjector(scene) if resolve_overlaps else None
+
+    def contact_fractions(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        """p_c of Eq 6 for every object: (M, n) in [0, 1]."""
+        states, controls, durations = check_batch(self.layout, states, controls, durations)
+        return 1.0 - np.minimum(self._entries(states, controls, durations), 1.0)
+
+    def _entries(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        """(M, n) path fraction of first contact with each object (inf: none)."""
+        pusher = states[:, self.layout.pusher_position]
+        moves = controls * durations[:, None]
+        poses = self.layout.poses(states)
+        radius = self.scene.pusher.radius
+        entries = np.empty(poses.shape[:2])
+        for index, spec in enumerate(self.scene.objects):
+            centres = poses[:, index, :2]
+            if spec.shape == "cylinder":
+                entries[:, index] = segment_disc_entry(pusher, moves, centres, spec.radius + radius)
+            else:
+                entries[:, index] = segment_rounded_rectangle_entry(
+                    pusher, moves, centres, poses[:, index, 2], np.array(spec.half_extents), radius
+                )
+        return entries
 
     def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Eq 5-8 on a batch. Args and returns as
+        :meth:`parapush.physics.propagator.Propagator.propagate`; NaN rows stay NaN."""
+        states, controls, durations = check_batch(self.layout, states, controls, durations)
+        layout = self.layout
+        entries = self._entries(states, controls, durations)
+        fractions = 1.0 - np.minimum(entries, 1.0)  # p_c, (M, n)
+        pusher = states[:, layout.pusher_position]
+        moves = controls * durations[:, None]
+        poses = layout.poses(states)
+        twists = layout.twists(states)
+        new_poses = poses.copy()
+        new_twists = twists.copy()
+        for index, spec in enumerate(self.scene.objects):
+            fraction = fractions[:, index]
+            hit = fraction > 0.0
+            if not np.any(hit):
+                continue
+            centres = poses[:, index, :2]
+            touch = pusher + np.where(hit, entries[:, index], 0.0)[:, None] * moves  # pusher centre at contact
+            if spec.shape == "cylinder":
+                towards_centre = centres - touch
+                distance = np.linalg.norm(towards_centre, axis=-1, keepdims=True)
+                contact = centres - towards_centre / np.where(distance > 0, distance, 1.0) * spec.radius
+            else:
+                contact = closest_point_on_rectangle(touch, centres, poses[:, index, 2], np.array(spec.half_extents))
+            lever = centres - contact  # r_c
+            lever_squared = np.sum(lever * lever, axis=-1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                omega = self.rotation_gain * cross(controls, lever) / lever_squared
+            omega = np.where(lever_squared > 0.0, omega, 0.0)
+            omega = np.clip(omega, -self.angular_speed_limit, self.angular_speed_limit)
+            rate = np.concatenate([controls, omega[:, None]], axis=1)  # [u_x, u_y, omega]
+            new_poses[hit, index] = poses[hit, index] + rate[hit] * (fraction[hit] * durations[hit])[:, None]
+            new_twists[hit, index] = rate[hit]
+        result = layout.compose(pusher + moves, new_poses, controls, new_twists)
+        result[~np.all(np.isfinite(states), axis=1)] = np.nan
+        if self.projector is not None:
+            result = self.projector.project(result)
+        return result

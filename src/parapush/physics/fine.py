@@ -48,8 +48,9 @@ class FineSettings:
             overlaps the objects' height band, and an analytic collider).
         object_collider: lateral contact geometry of cylindrical objects and obstacles,
             ``"capsule"`` or ``"cylinder"``. Boxes always collide as boxes.
-        cone: MuJoCo friction cone, ``"pyramidal"`` (MuJoCo's default, as in the authors'
-            experiments) or ``"elliptic"`` (isotropic, less creep, costlier solver).
+        cone: MuJoCo friction cone, ``"elliptic"`` (isotropic Coulomb friction) or
+            ``"pyramidal"`` (MuJoCo's default, used by the authors; its friction is weaker
+            for sliding diagonal to the table axes, see below).
         pusher_armature: reflected inertia of the arm added to the pusher's slide joints, kg.
         pusher_servo_ratio: timestep * kv / (pusher mass + armature) of the pusher's
             velocity servo, in (0, 2); 1 makes an explicit Euler step dead-beat.
@@ -60,7 +61,7 @@ class FineSettings:
     integrator: str = "euler"
     pusher_collider: str = "capsule"
     object_collider: str = "capsule"
-    cone: str = "pyramidal"
+    cone: str = "elliptic"
     pusher_armature: float = 50.0
     pusher_servo_ratio: float = 1.0
     speed_limit: float = 20.0

@@ -37,6 +37,15 @@ The model (world frame = table frame, z up, table top at z = 0):
   ratio of 1 is dead-beat for Euler, and the large reflected inertia keeps the velocity
   error under a contact force F at F / kv (about 0.1 mm/s for 5 N with the defaults).
 - **Obstacles**: geoms of the world body, 0.1 m tall.
+- **Contact behaviour to know**: MuJoCo's contact model is soft and convex, so a sliding
+  contact separates at about mu * |slip speed|; an object pushed at 5 cm/s on mu = 1 rises
+  and sinks by ~0.1 mm and its speed chatters around the pusher's (+-20 %) while its
+  position follows the push smoothly. The authors' free-joint model behaves the same; we
+  keep MuJoCo's default contact parameters (solref, solimp) as they did, but not its
+  default pyramidal cone (see ``FineSettings.cone``). Measured with this model: a disc
+  sliding off at 0.5 m/s stops after 13.1 mm (Coulomb, mu g: 12.7 mm);
+  without the slide z joint it stopped after 4.6 mm, set by the contact penetration rather
+  than by the weight, which is why the joint is there.
 - ``autoreset`` is disabled so that a diverging simulation yields NaN (which the fine
   model reports as a NaN row) instead of a silent reset to the initial pose.
 """

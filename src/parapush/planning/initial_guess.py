@@ -49,9 +49,7 @@ def _clears(points: list[np.ndarray], centre: np.ndarray, radius: float) -> bool
     return True
 
 
-def straight_line_path(
-    scene: Scene, state: np.ndarray, *, approach_clearance: float = 0.01
-) -> np.ndarray:
+def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: float = 0.01) -> np.ndarray:
     """Waypoints (W, 2) m of the straight-line push: pusher, [detour], pre-push point, push end."""
     if scene.goal is None:
         raise ValueError(f"scene: {scene.name!r} has no goal region to push towards")

@@ -120,7 +120,9 @@ class OptimizerSettings:
         if not math.isfinite(sensitivity) or sensitivity < 0.0:
             raise ValueError(f"sensitivity: must be finite and >= 0, got {self.sensitivity!r}")
         object.__setattr__(self, "sensitivity", sensitivity)
-        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))):
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))
+        ):
             raise ValueError(f"seed: expected an integer or None, got {self.seed!r}")
 
     @property
@@ -263,7 +265,9 @@ class StochasticTrajectoryOptimizer:
             if np.any(finite):
                 evaluated = np.asarray(cost.evaluate(trajectories[finite], candidates[finite]), dtype=float)
                 if evaluated.shape != (int(finite.sum()),):
-                    raise ValueError(f"cost: returned shape {evaluated.shape}, expected ({int(finite.sum())},)")
+                    raise ValueError(
+                        f"cost: returned shape {evaluated.shape}, expected ({int(finite.sum())},)"
+                    )
                 costs[finite] = np.where(np.isnan(evaluated), math.inf, evaluated)
             lowest = int(np.argmin(costs))
             improved = costs[lowest] < best_cost

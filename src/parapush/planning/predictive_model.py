@@ -67,13 +67,17 @@ def check_prediction_arguments(
     return initial_state, controls, durations
 
 
-def check_trajectories(trajectories: Any, samples: int, horizon: int, dimension: int, source: str) -> np.ndarray:
+def check_trajectories(
+    trajectories: Any, samples: int, horizon: int, dimension: int, source: str
+) -> np.ndarray:
     """``trajectories`` as a float array, raising ValueError naming ``source`` unless its
     shape is (samples, horizon + 1, dimension)."""
     trajectories = np.asarray(trajectories, dtype=float)
     expected = (samples, horizon + 1, dimension)
     if trajectories.shape != expected:
-        raise ValueError(f"{source}: predicted trajectories of shape {trajectories.shape}, expected {expected}")
+        raise ValueError(
+            f"{source}: predicted trajectories of shape {trajectories.shape}, expected {expected}"
+        )
     return trajectories
 
 
@@ -88,7 +92,8 @@ class PropagatorRollout:
     """A one-step propagator rolled out serially in time, batched over the sequences.
 
     x_{n+1}[s] = propagator.propagate(x_n[s], u_n[s], dt_n) for all s at once, n = 0..N-1.
-    A row that turns non-finite stays NaN to the end (it is not propagated further).
+    A row that turns non-finite is NaN from that state to the end (it is not propagated
+    further); the states before it are kept.
 
     Args:
         propagator: any :class:`parapush.physics.propagator.Propagator` (``layout``,
@@ -131,7 +136,6 @@ class PropagatorRollout:
             finite = np.all(np.isfinite(next_states), axis=1)
             trajectories[rows[finite], step + 1] = next_states[finite]
             alive[rows[~finite]] = False
-        trajectories[~alive] = np.nan
         return trajectories
 
     def close(self) -> None:

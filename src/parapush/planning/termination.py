@@ -104,7 +104,8 @@ class TerminationCheck:
             if clearance <= self.obstacle_tolerance:
                 return TaskStatus(
                     MpcOutcome.OBSTACLE_HIT,
-                    f"target {target_spec.name!r} hit obstacle {obstacle.name!r} (clearance {clearance:.4f} m)",
+                    f"target {target_spec.name!r} hit obstacle {obstacle.name!r} "
+                    f"(clearance {clearance:.4f} m)",
                     distance,
                 )
             clearance = disc_obstacle_clearance(pusher, scene.pusher.radius, obstacle)

@@ -16,7 +16,12 @@ _COUNT_MAX = 255
 
 
 def _positive(name: str, value: float) -> None:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+    if (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
 
 

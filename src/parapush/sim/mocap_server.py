@@ -502,12 +502,6 @@ class MocapServer:
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
-                deadline = min(next_capture, pending[0].send_at_s if pending else math.inf)
-                wait = min(max(deadline - now, 0.0), _MAX_POLL_S)
-                readable, _, _ = select.select([self._command_socket], [], [], wait)
-                if readable:
-                    self._drain_commands()
-                now = time.monotonic()
                 while pending and pending[0].send_at_s <= now:
                     self._transmit(pending.popleft().frame)
                 if now >= next_capture:
@@ -523,6 +517,11 @@ class MocapServer:
                             self._counters.late_frames += 1
                         next_capture = now + period
                 self._expire_clients(now)
+                deadline = min(next_capture, pending[0].send_at_s if pending else math.inf)
+                wait = min(max(deadline - time.monotonic(), 0.0), _MAX_POLL_S)
+                readable, _, _ = select.select([self._command_socket], [], [], wait)
+                if readable:
+                    self._drain_commands()
         except Exception:  # the thread must not die silently
             _LOG.exception("MocapServer thread failed; streaming stopped")
             raise
@@ -609,12 +608,16 @@ class MocapServer:
             destinations.append((self._multicast_socket, (settings.multicast_group, settings.data_port)))
         sent = 0
         for sock, address in destinations:
-            if frame_number is not None and settings.drop_probability > 0.0:
-                if self._rng.random() < settings.drop_probability:
-                    with self._lock:
-                        self._counters.datagrams_dropped += 1
-                        self._counters.dropped.append((frame_number, address))
-                    continue
+            dropped = (
+                frame_number is not None
+                and settings.drop_probability > 0.0
+                and self._rng.random() < settings.drop_probability
+            )
+            if dropped:
+                with self._lock:
+                    self._counters.datagrams_dropped += 1
+                    self._counters.dropped.append((frame_number, address))
+                continue
             try:
                 sock.sendto(datagram, address)
             except OSError as exc:
@@ -709,4 +712,6 @@ def _as_sample(item: BodySample | tuple) -> BodySample:
     try:
         return BodySample(*item)
     except TypeError as exc:
-        raise ValueError(f"frame source returned {item!r}, expected a BodySample or (id, name, position, orientation, ...)") from exc
+        raise ValueError(
+            f"frame source returned {item!r}, expected a BodySample or (id, name, position, orientation, ...)"
+        ) from exc

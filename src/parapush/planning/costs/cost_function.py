@@ -27,17 +27,26 @@ from parapush.planning.costs.goal_distance import GoalDistance
 from parapush.planning.costs.non_target_objects import NonTargetObjects
 from parapush.planning.costs.obstacle_proximity import ObstacleProximity
 from parapush.planning.costs.off_table import OffTable
+from parapush.planning.costs.pusher_target_distance import PusherTargetDistance
 from parapush.planning.costs.smoothness import Smoothness
 from parapush.scene import Scene
 
 TERM_TYPES: dict[str, type] = {
-    term.name: term for term in (GoalDistance, ObstacleProximity, Smoothness, OffTable, NonTargetObjects)
+    term.name: term
+    for term in (
+        GoalDistance,
+        ObstacleProximity,
+        Smoothness,
+        OffTable,
+        NonTargetObjects,
+        PusherTargetDistance,
+    )
 }
 
 
-def validate_cost_config(config: Any, where: str = "costs") -> dict[str, dict[str, float]]:
-    """Check term and parameter names and that values are finite numbers (ranges are
-    checked when the terms are built). Returns a plain ``{term: {parameter: value}}``."""
+def validate_cost_config(config: Any, where: str = "costs") -> dict[str, dict[str, float | None]]:
+    """Check term and parameter names and that values are finite numbers or null (ranges
+    are checked when the terms are built). Returns a plain ``{term: {parameter: value}}``."""
     if not isinstance(config, Mapping):
         raise CostConfigError(f"{where}: expected a mapping of term names, got {type(config).__name__}")
     unknown = sorted(str(name) for name in config if name not in TERM_TYPES)
@@ -53,11 +62,9 @@ def validate_cost_config(config: Any, where: str = "costs") -> dict[str, dict[st
         allowed = TERM_TYPES[name].PARAMETERS
         unknown = sorted(str(key) for key in parameters if key not in allowed)
         if unknown:
-            raise CostConfigError(
-                f"{where}.{name}: unknown parameter(s) {unknown}; known: {sorted(allowed)}"
-            )
+            raise CostConfigError(f"{where}.{name}: unknown parameter(s) {unknown}; known: {sorted(allowed)}")
         validated[name] = {
-            key: checked_number(value, f"{where}.{name}.{key}", minimum=-np.inf)
+            key: None if value is None else checked_number(value, f"{where}.{name}.{key}", minimum=-np.inf)
             for key, value in parameters.items()
         }
     return validated
@@ -124,4 +131,3 @@ class CostFunction:
     def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:
         """Total cost (S,) of trajectories (S, N+1, D) under controls (S, N, 2)."""
         return np.sum(list(self.breakdown(trajectories, controls).values()), axis=0)
-

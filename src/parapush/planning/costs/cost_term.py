@@ -53,7 +53,9 @@ def checked_number(value: Any, field: str, *, minimum: float = 0.0, strict: bool
     return number
 
 
-def check_batch(trajectories: np.ndarray, controls: np.ndarray, dimension: int) -> tuple[np.ndarray, np.ndarray]:
+def check_batch(
+    trajectories: np.ndarray, controls: np.ndarray, dimension: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate and return (trajectories (S, N+1, D), controls (S, N, 2)) as float arrays."""
     trajectories = np.asarray(trajectories, dtype=float)
     controls = np.asarray(controls, dtype=float)

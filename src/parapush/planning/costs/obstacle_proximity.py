@@ -7,12 +7,16 @@ straight path of each body during each control (the pusher moves in a straight l
 under a constant velocity; the target's path is approximated by the chord between the
 predicted states, so a body cannot jump over an obstacle between two states)::
 
-    J_obs = sum_{n=0}^{N-1} sum_{obstacles o}  target_gain / max(c_target(n, o), c_min)^2
-                                             + pusher_gain / max(c_pusher(n, o), c_min)^2
+    J_obs = sum_{n=0}^{N-1} sum_{obstacles o}  target_gain * f(c_target(n, o))
+                                             + pusher_gain * f(c_pusher(n, o))
+    f(c)  = 1 / max(c, c_min)^2  -  1 / c_inf^2      for c < c_inf, else 0
 
 c(n, o) is the smallest clearance over the segment x_n -> x_{n+1}; c_min
-(``min_clearance``) caps the value at contact and penetration. The target counts as a
-disc of its bounding radius (exact for cylinders, conservative for boxes). Units: 1/m^2.
+(``min_clearance``) caps the value at contact and penetration. c_inf
+(``influence_distance``) is an optional cut-off: beyond it an obstacle costs nothing, so
+the term does not push a target that is already clear of the obstacles past its goal
+(None: no cut-off, the paper's pure inverse square). The target counts as a disc of its
+bounding radius (exact for cylinders, conservative for boxes). Units: 1/m^2.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from parapush.planning.costs.cost_term import check_batch, checked_number
+from parapush.planning.costs.cost_term import CostConfigError, check_batch, checked_number
 from parapush.planning.planar_geometry import segment_obstacle_clearance
 from parapush.scene import Obstacle, Scene, StateLayout
 
@@ -41,10 +45,17 @@ class ObstacleProximity:
         target_gain: relative weight of the target's proximity.
         pusher_gain: relative weight of the pusher's proximity (w_p / w_s).
         min_clearance: m, clearance below which the cost stops growing (> 0).
+        influence_distance: m, clearance beyond which the cost is 0 (> min_clearance), or None.
     """
 
     name: ClassVar[str] = "obstacle_proximity"
-    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "target_gain", "pusher_gain", "min_clearance")
+    PARAMETERS: ClassVar[tuple[str, ...]] = (
+        "weight",
+        "target_gain",
+        "pusher_gain",
+        "min_clearance",
+        "influence_distance",
+    )
 
     layout: StateLayout
     target_index: int
@@ -55,6 +66,7 @@ class ObstacleProximity:
     target_gain: float = 1.0
     pusher_gain: float = 1.0
     min_clearance: float = 0.002
+    influence_distance: float | None = None
 
     def __post_init__(self) -> None:
         for field in ("weight", "target_gain", "pusher_gain"):
@@ -64,6 +76,16 @@ class ObstacleProximity:
             "min_clearance",
             checked_number(self.min_clearance, f"{self.name}.min_clearance", strict=True),
         )
+        if self.influence_distance is not None:
+            influence = checked_number(
+                self.influence_distance, f"{self.name}.influence_distance", strict=True
+            )
+            if influence <= self.min_clearance:
+                raise CostConfigError(
+                    f"{self.name}.influence_distance: must be > min_clearance ({self.min_clearance}), "
+                    f"got {influence!r}"
+                )
+            object.__setattr__(self, "influence_distance", influence)
         object.__setattr__(self, "obstacles", tuple(self.obstacles))
 
     @classmethod
@@ -75,6 +97,7 @@ class ObstacleProximity:
         target_gain: float = 1.0,
         pusher_gain: float = 1.0,
         min_clearance: float = 0.002,
+        influence_distance: float | None = None,
     ) -> ObstacleProximity:
         return cls(
             layout=scene.layout,
@@ -86,6 +109,7 @@ class ObstacleProximity:
             target_gain=target_gain,
             pusher_gain=pusher_gain,
             min_clearance=min_clearance,
+            influence_distance=influence_distance,
         )
 
     def clearances(self, trajectories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -104,11 +128,18 @@ class ObstacleProximity:
             )
         return target_clearance, pusher_clearance
 
+    def proximity(self, clearance: np.ndarray) -> np.ndarray:
+        """f(c) of the module docstring, 1/m^2, for clearances c (m)."""
+        value = 1.0 / np.maximum(clearance, self.min_clearance) ** 2
+        if self.influence_distance is None:
+            return value
+        return np.maximum(value - 1.0 / self.influence_distance**2, 0.0)
+
     def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:
         trajectories, _ = check_batch(trajectories, controls, self.layout.dimension)
         if not self.obstacles:
             return np.zeros(trajectories.shape[0])
         target_clearance, pusher_clearance = self.clearances(trajectories)
-        target_cost = 1.0 / np.maximum(target_clearance, self.min_clearance) ** 2
-        pusher_cost = 1.0 / np.maximum(pusher_clearance, self.min_clearance) ** 2
+        target_cost = self.proximity(target_clearance)
+        pusher_cost = self.proximity(pusher_clearance)
         return (self.target_gain * target_cost + self.pusher_gain * pusher_cost).sum(axis=(1, 2))

@@ -1,0 +1,150 @@
+"""The learned coarse model C: a trained network wrapped as a batched numpy Propagator.
+
+Prediction for one row (state x, control u, duration T):
+
+1. gate (authors' rule, :mod:`parapush.learning.gating`): if the pusher's straight path
+   does not overlap any slider by more than 0.5 mm, every slider keeps its pose and gets a
+   zero twist; otherwise the sliders *involved* in the push (reached by the path, or within
+   reach of an involved slider) are encoded in the pusher-centred network frame
+   (:mod:`parapush.learning.encoding`) and the network predicts their displacement, yaw
+   change and final twist; sliders not involved stay put with zero twist;
+2. the pusher moves kinematically: position + u T, velocity u (the fine model's pusher
+   servo tracks its command within ~0.2 mm over the training data).
+
+Inference is numpy only (:mod:`parapush.learning.numpy_network`); torch is not needed.
+The model refuses scenes it was not trained for (boxes, more sliders than trained,
+other radii, masses or friction coefficients) and, unless ``ignore_obstacles`` is set,
+scenes with obstacles (the network has never seen one; Parareal's fine corrections would
+have to account for them). Controls faster than the trained speed and durations outside
+the trained range are refused too, rather than extrapolated.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from parapush.learning.encoding import EncodingSpec, PusherFrameEncoder
+from parapush.learning.geometry import ModelMismatchError, TrainedGeometry
+from parapush.learning.numpy_network import ExportedNetwork, load_network
+from parapush.physics.propagator import check_batch
+from parapush.scene import Scene, StateLayout
+
+SHIPPED_WEIGHTS = "learned_coarse_model.npz"
+"""File name of the shipped weights in the ``parapush/data`` package directory."""
+
+SPEED_TOLERANCE = 1.0e-3
+"""Relative excess over the trained maximum speed that is still accepted."""
+
+DURATION_TOLERANCE = 1.0e-9
+"""Absolute margin, s, around the trained duration range."""
+
+
+def shipped_weights_path() -> Path:
+    """Path of the weights shipped with the package (``parapush/data/learned_coarse_model.npz``)."""
+    return Path(str(resources.files("parapush") / "data" / SHIPPED_WEIGHTS))
+
+
+class LearnedCoarseModel:
+    """Learned coarse pushing model; a :class:`~parapush.physics.propagator.Propagator`.
+
+    Args:
+        scene: a scene of 1..S identical cylinders matching the trained geometry.
+        weights_path: an exported network (``python -m parapush.learning.train``); the
+            shipped weights when None.
+        ignore_obstacles: accept a scene with obstacles and predict as if they were absent.
+
+    Attributes:
+        layout: the scene's state layout.
+        network: the loaded network.
+        max_speed: trained largest pusher speed, m/s.
+        duration_range: trained (shortest, longest) control duration, s.
+
+    Raises:
+        ModelMismatchError (a ValueError) naming the field when the scene or the weights do not fit.
+    """
+
+    def __init__(self, scene: Scene, weights_path: str | Path | None = None, *, ignore_obstacles: bool = False) -> None:
+        if not isinstance(scene, Scene):
+            raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
+        path = shipped_weights_path() if weights_path is None else Path(weights_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"weights_path: no weights file at {path}")
+        self.network: ExportedNetwork = load_network(path)
+        metadata = self.network.metadata
+        encoding = EncodingSpec.from_dict(metadata["encoding"])
+        geometry = TrainedGeometry.from_dict(metadata["geometry"])
+        geometry.check_scene(scene)
+        if scene.obstacles and not ignore_obstacles:
+            raise ModelMismatchError(
+                f"obstacles: the scene has {len(scene.obstacles)} obstacle(s) "
+                f"({[obstacle.name for obstacle in scene.obstacles]}) and the learned model was trained without "
+                "any; pass ignore_obstacles=True to predict as if they were absent"
+            )
+        ranges = metadata.get("trained_ranges", {})
+        self.max_speed = float(ranges.get("max_speed", np.nan))
+        self.duration_range = tuple(float(value) for value in ranges.get("duration_range", (np.nan, np.nan)))
+        if not (np.isfinite(self.max_speed) and all(np.isfinite(self.duration_range))):
+            raise ModelMismatchError(f"{path}: metadata has no finite trained_ranges (max_speed, duration_range)")
+        self.scene = scene
+        self.weights_path = path
+        self.geometry = geometry
+        self.layout: StateLayout = scene.layout
+        self.encoder = PusherFrameEncoder(encoding, geometry)
+
+    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        """Predict the states after holding each control for its duration.
+
+        Args:
+            states: (M, D) states in the papers' layout; non-finite rows give NaN rows.
+            controls: (M, 2) pusher velocities, m/s, |u| <= the trained maximum speed.
+            durations: (M,) s, within the trained duration range.
+        Returns:
+            (M, D) predicted states.
+        Raises:
+            ValueError naming the argument and row for a speed or duration outside the
+            trained ranges, or a wrong shape.
+        """
+        states, controls, durations = check_batch(self.layout, states, controls, durations)
+        self._check_ranges(controls, durations)
+        layout = self.layout
+        result = np.full_like(states, np.nan)
+        finite = np.all(np.isfinite(states), axis=1)
+        if not np.any(finite):
+            return result
+        states, controls, durations = states[finite], controls[finite], durations[finite]
+        poses = layout.poses(states)
+        count, sliders = poses.shape[0], poses.shape[1]
+        pusher = states[:, layout.pusher_position]
+        encoded = self.encoder.encode(pusher, poses, np.ones((count, sliders), dtype=bool), controls, durations)
+        outputs = np.zeros((count, self.encoder.spec.output_size))
+        gated = encoded.gated
+        if np.any(gated):
+            outputs[gated] = self.network.forward(encoded.features[gated])
+        next_poses, next_twists = self.encoder.decode(encoded, outputs, poses)
+        next_states = np.empty_like(states)
+        next_states[:, layout.pusher_position] = pusher + controls * durations[:, None]
+        next_states[:, layout.object_poses] = next_poses.reshape(count, -1)
+        next_states[:, layout.pusher_velocity] = controls
+        next_states[:, layout.object_twists] = next_twists.reshape(count, -1)
+        result[finite] = next_states
+        return result
+
+    def _check_ranges(self, controls: np.ndarray, durations: np.ndarray) -> None:
+        speeds = np.linalg.norm(controls, axis=1)
+        too_fast = np.flatnonzero(speeds > self.max_speed * (1.0 + SPEED_TOLERANCE))
+        if too_fast.size:
+            row = int(too_fast[0])
+            raise ValueError(
+                f"controls[{row}]: speed {speeds[row]:.4f} m/s exceeds the learned model's trained maximum "
+                f"{self.max_speed} m/s"
+            )
+        low, high = self.duration_range
+        outside = np.flatnonzero((durations < low - DURATION_TOLERANCE) | (durations > high + DURATION_TOLERANCE))
+        if outside.size:
+            row = int(outside[0])
+            raise ValueError(
+                f"durations[{row}]: {durations[row]} s lies outside the learned model's trained range [{low}, {high}] s"
+            )

@@ -1,0 +1,762 @@
+"""The simulated robot driver: the MuJoCo world behind the real device protocols.
+
+:class:`SimDriver` composes
+
+* the world (:class:`parapush.sim.world.SimWorld`), stepped in real time (times a factor);
+* a simulated OptiTrack Motive (:class:`parapush.sim.mocap_server.MocapServer`) streaming the
+  pusher and every object over NatNet/UDP, with mocap noise (:class:`parapush.sim.noise.MocapNoise`);
+* an emulated Robotiq 2F-85 (:class:`parapush.sim.gripper_emulator.GripperEmulator`) on a pty
+  (Modbus RTU) and/or TCP;
+* the arm (:class:`parapush.sim.arm.SimArm`), fed with :meth:`SimDriver.submit_twist` (the
+  sim_driver ROS node calls it with each ``TwistStamped`` it receives).
+
+Mocap bodies and frames
+-----------------------
+The rigid-body ids, Motive names and pivot offsets come from the estimator's body mapping
+(:mod:`parapush.estimation.body_map`, ``config/mocap_bodies.yaml`` by default) so that the
+estimator recovers the world's poses exactly (up to the mocap noise); with
+``bodies_file: null`` the driver makes one: pusher id 1, objects 2, 3, ... in scene order,
+Motive names = scene names, pivots at the bodies' centres. The body's *centre* is, as in that
+file, the object's geometric centre and, for the pusher, the point of its axis at table height.
+
+The mocap frame is related to the table frame by the estimator's
+:class:`parapush.estimation.table_frame.TableTransform` (``p_table = R p_mocap + t``),
+configured as the ``mocap_to_table`` section. The default is Motive's default **Y-up** frame
+with its ground plane on the table top and its origin at the table centre: table
+``(x, y, z)`` = mocap ``(x, -z, y)`` (``preset: y_up``, R = Rx(+90 deg)). The streamed
+pose of a body is what Motive would send for it: its pivot ``R^T (c - R_obj o - t)`` (``c`` the
+centre, ``o`` the ``centre_offset``) and its orientation ``R^T (R_obj Rz(-yaw_offset)) R``.
+Objects that fell off the table (below the table top by more than their height) are out of the
+capture volume: streamed with tracking-valid cleared.
+
+Pusher and gripper (decision)
+-----------------------------
+``coupling: gripper`` (default, as on the robot): the pusher stands in the open fingers of the
+unactivated gripper at start-up and moves with the arm only while the fingers are closed on
+it, i.e. the stack must activate the gripper and close it, as it must on the real robot. The
+driver tells the emulator that an object of ``grip_width`` (default the pusher's diameter) is
+between the fingers whenever the end effector is within ``world.grasp_tolerance`` of the
+pusher; the pusher is *held* while the finger position is between the contact position for
+that width and the contact position plus the emulator's squeeze (fingers closed on it), and
+released when they open (or close past it, e.g. after the object was lost). Arm commands
+while it is not held move the end effector alone; the pusher stays where it was left.
+``coupling: rigid``: the pusher is always held, the gripper is not consulted (tests and
+benches that do not drive a gripper).
+
+Faults
+------
+Delegated to the devices' hooks: :meth:`SimDriver.untrack_body` (mocap bodies untracked for a
+time), ``mocap.server.drop_probability`` (UDP loss, set at start-up),
+:meth:`SimDriver.corrupt_mocap_frames`, :meth:`SimDriver.inject_gripper_fault`,
+:meth:`SimDriver.set_gripper_responding`, :meth:`SimDriver.inject_arm_fault`; the devices
+themselves are :attr:`SimDriver.world`, :attr:`SimDriver.mocap_server` and
+:attr:`SimDriver.gripper`.
+
+Run standalone::
+
+    python -m parapush.sim.driver --scene config/scenes/clutter_fig1.yaml
+
+It prints the endpoints and runs until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import math
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from parapush.estimation.body_map import PUSHER_BODY, BodyMap, BodyMapEntry, BodyMapError, load_body_map
+from parapush.estimation.rotations import (
+    canonical_quaternion,
+    quaternion_conjugate,
+    quaternion_multiply,
+    yaw_quaternion,
+)
+from parapush.estimation.table_frame import TableFrameError, TableTransform, table_transform_from_dict
+from parapush.natnet.models import RigidBodyDescription
+from parapush.robotiq.device_model import DeviceModelSettings
+from parapush.robotiq.registers import GripperStatus
+from parapush.scene import Scene, load_scene
+from parapush.sim.arm import ArmFault, ArmStatus, CommandOutcome, EndEffectorTwist
+from parapush.sim.gripper_emulator import GripperEmulator, GripperEmulatorSettings
+from parapush.sim.mocap_server import (
+    BodySample,
+    CorruptionKind,
+    MocapServer,
+    MocapServerSettings,
+    MocapServerStats,
+    UntrackMode,
+)
+from parapush.sim.noise import MocapNoise, MocapNoiseSettings
+from parapush.sim.world import BodyPose, SimWorld, WorldSettings, WorldStatus
+
+__all__ = [
+    "COUPLINGS",
+    "DriverEndpoints",
+    "DriverSettings",
+    "DriverSettingsError",
+    "DriverStatus",
+    "GripperLinkSettings",
+    "MocapStreamSettings",
+    "SimDriver",
+    "default_body_map",
+    "load_driver_settings",
+    "main",
+]
+
+_LOG = logging.getLogger(__name__)
+
+COUPLINGS = ("gripper", "rigid")
+DEFAULT_SETTINGS_FILE = "sim_world.yaml"
+_HELD_TOLERANCE_COUNTS = 0.5
+"""Finger-position slack (counts) around the band that counts as closed on the pusher."""
+
+
+class DriverSettingsError(ValueError):
+    """Driver settings are invalid; the message names the field."""
+
+
+def _check_keys(data: Any, known: set[str], where: str) -> Mapping[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise DriverSettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise DriverSettingsError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+    return data
+
+
+def _build(cls: type, data: Any, where: str, *, exclude: frozenset[str] = frozenset()) -> Any:
+    known = {item.name for item in fields(cls)} - exclude
+    values = _check_keys(data, known, where)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as error:
+        raise DriverSettingsError(f"{where}: {error}") from None
+
+
+def _non_negative_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise DriverSettingsError(f"{name}: expected an integer >= 0, got {value!r}")
+    return int(value)
+
+
+def _positive(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise DriverSettingsError(f"{name}: expected a finite number > 0, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class MocapStreamSettings:
+    """The simulated motion capture.
+
+    Attributes:
+        server: the NatNet server (ports, rate, version, latency, UDP loss ``drop_probability``).
+        bodies_file: the estimator's body mapping file (relative paths: to the settings file's
+            directory), or None for :func:`default_body_map`.
+        mocap_to_table: the mocap -> table transform (the estimator's convention).
+        noise: measurement noise of the streamed poses.
+        seed: seed of the measurement noise.
+        mean_error: marker error reported with every tracked body, m.
+        fallen_untracked: stream objects that fell off the table as untracked.
+    """
+
+    server: MocapServerSettings = field(default_factory=MocapServerSettings)
+    bodies_file: str | None = "mocap_bodies.yaml"
+    mocap_to_table: TableTransform = field(default_factory=TableTransform.y_up)
+    noise: MocapNoiseSettings = field(default_factory=MocapNoiseSettings)
+    seed: int = 0
+    mean_error: float = 0.0002
+    fallen_untracked: bool = True
+
+    def __post_init__(self) -> None:
+        for name, kind in (
+            ("server", MocapServerSettings), ("mocap_to_table", TableTransform), ("noise", MocapNoiseSettings)
+        ):
+            if not isinstance(getattr(self, name), kind):
+                raise DriverSettingsError(f"{name}: expected {kind.__name__}, got {getattr(self, name)!r}")
+        if self.bodies_file is not None and (not isinstance(self.bodies_file, str) or not self.bodies_file):
+            raise DriverSettingsError(f"bodies_file: expected a file name or null, got {self.bodies_file!r}")
+        object.__setattr__(self, "seed", _non_negative_int(self.seed, "seed"))
+        if not isinstance(self.mean_error, (int, float)) or not 0.0 <= self.mean_error < math.inf:
+            raise DriverSettingsError(f"mean_error: expected a finite number >= 0, got {self.mean_error!r}")
+        if not isinstance(self.fallen_untracked, bool):
+            raise DriverSettingsError(f"fallen_untracked: expected true or false, got {self.fallen_untracked!r}")
+
+    @classmethod
+    def from_mapping(cls, data: Any, where: str = "mocap") -> MocapStreamSettings:
+        values = dict(_check_keys(data, {item.name for item in fields(cls)}, where))
+        if "server" in values:
+            values["server"] = _build(MocapServerSettings, values["server"], f"{where}.server")
+        if "mocap_to_table" in values:
+            try:
+                values["mocap_to_table"] = table_transform_from_dict(
+                    values["mocap_to_table"], f"{where}.mocap_to_table"
+                )
+            except TableFrameError as error:
+                raise DriverSettingsError(str(error)) from None
+        if "noise" in values:
+            try:
+                values["noise"] = MocapNoiseSettings.from_mapping(values["noise"], f"{where}.noise")
+            except ValueError as error:
+                raise DriverSettingsError(str(error)) from None
+        try:
+            return cls(**values)
+        except DriverSettingsError as error:
+            raise DriverSettingsError(f"{where}.{error}") from None
+
+
+@dataclass(frozen=True)
+class GripperLinkSettings:
+    """The emulated gripper and how it holds the pusher (see the module docstring).
+
+    Attributes:
+        emulator: transports and device behaviour of the emulated 2F-85; its
+            ``device.object_width_m`` is managed by the driver.
+        coupling: ``"gripper"`` (the pusher moves only while the fingers hold it) or
+            ``"rigid"`` (always held; the gripper is not consulted).
+        grip_width: width of the pusher where the fingers hold it, m; None: its diameter.
+        coupling_period: how often the finger position is checked, s (wall clock).
+    """
+
+    emulator: GripperEmulatorSettings = field(default_factory=GripperEmulatorSettings)
+    coupling: str = "gripper"
+    grip_width: float | None = None
+    coupling_period: float = 0.01
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.emulator, GripperEmulatorSettings):
+            raise DriverSettingsError(f"emulator: expected GripperEmulatorSettings, got {self.emulator!r}")
+        if self.coupling not in COUPLINGS:
+            raise DriverSettingsError(f"coupling: expected one of {COUPLINGS}, got {self.coupling!r}")
+        if self.grip_width is not None:
+            object.__setattr__(self, "grip_width", _positive(self.grip_width, "grip_width"))
+        object.__setattr__(self, "coupling_period", _positive(self.coupling_period, "coupling_period"))
+
+    @classmethod
+    def from_mapping(cls, data: Any, where: str = "gripper") -> GripperLinkSettings:
+        values = dict(_check_keys(data, {item.name for item in fields(cls)} | {"device"}, where))
+        emulator_values = dict(
+            _check_keys(
+                values.pop("emulator", None),
+                {item.name for item in fields(GripperEmulatorSettings)} - {"device"},
+                f"{where}.emulator",
+            )
+        )
+        device = _build(DeviceModelSettings, values.pop("device", None), f"{where}.device",
+                        exclude=frozenset({"geometry", "object_width_m"}))
+        try:
+            values["emulator"] = GripperEmulatorSettings(device=device, **emulator_values)
+        except (TypeError, ValueError) as error:
+            raise DriverSettingsError(f"{where}.emulator: {error}") from None
+        try:
+            return cls(**values)
+        except DriverSettingsError as error:
+            raise DriverSettingsError(f"{where}.{error}") from None
+
+
+@dataclass(frozen=True)
+class DriverSettings:
+    """Everything the simulated driver needs besides the scene.
+
+    Attributes:
+        world: the simulation (``pusher_held_at_start`` is decided by ``gripper.coupling``).
+        mocap: the motion capture.
+        gripper: the gripper and the pusher coupling.
+        config_dir: directory relative ``bodies_file`` paths are resolved against (the
+            settings file's; None: the package's config directory).
+    """
+
+    world: WorldSettings = field(default_factory=WorldSettings)
+    mocap: MocapStreamSettings = field(default_factory=MocapStreamSettings)
+    gripper: GripperLinkSettings = field(default_factory=GripperLinkSettings)
+    config_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        for name, kind in (("world", WorldSettings), ("mocap", MocapStreamSettings), ("gripper", GripperLinkSettings)):
+            if not isinstance(getattr(self, name), kind):
+                raise DriverSettingsError(f"{name}: expected {kind.__name__}, got {getattr(self, name)!r}")
+        if self.config_dir is not None:
+            object.__setattr__(self, "config_dir", Path(self.config_dir))
+
+    @classmethod
+    def from_mapping(cls, data: Any, *, config_dir: Path | None = None) -> DriverSettings:
+        values = _check_keys(data, {"world", "mocap", "gripper"}, "settings")
+        try:
+            world = WorldSettings.from_mapping(values.get("world"), "world")
+        except ValueError as error:
+            raise DriverSettingsError(str(error)) from None
+        return cls(
+            world=world,
+            mocap=MocapStreamSettings.from_mapping(values.get("mocap"), "mocap"),
+            gripper=GripperLinkSettings.from_mapping(values.get("gripper"), "gripper"),
+            config_dir=config_dir,
+        )
+
+    def bodies_path(self) -> Path | None:
+        """The body mapping file, resolved, or None for the generated mapping."""
+        if self.mocap.bodies_file is None:
+            return None
+        path = Path(self.mocap.bodies_file).expanduser()
+        if path.is_absolute():
+            return path
+        if self.config_dir is not None:
+            return self.config_dir / path
+        from parapush.graph import config_dir
+
+        return config_dir() / path
+
+
+def load_driver_settings(path: str | Path) -> DriverSettings:
+    """Read driver settings (``config/sim_world.yaml``); errors name the file and the field."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise DriverSettingsError(f"{path}: cannot read settings ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise DriverSettingsError(f"{path}: invalid YAML ({error})") from None
+    try:
+        return DriverSettings.from_mapping(data, config_dir=path.resolve().parent)
+    except DriverSettingsError as error:
+        raise DriverSettingsError(f"{path}: {error}") from None
+
+
+def default_body_map(scene: Scene) -> BodyMap:
+    """Pusher id 1, objects 2, 3, ... in scene order; Motive names = scene names; pivots at the centres."""
+    entries = [BodyMapEntry(body=PUSHER_BODY, rigid_body_id=1, motive_name=PUSHER_BODY)]
+    entries += [
+        BodyMapEntry(body=name, rigid_body_id=index + 2, motive_name=name)
+        for index, name in enumerate(scene.object_names)
+    ]
+    return BodyMap(tuple(entries))
+
+
+@dataclass(frozen=True)
+class DriverEndpoints:
+    """Where the devices can be reached.
+
+    Attributes:
+        mocap_command_address: (host, port) of the NatNet command socket (unicast frames come from it).
+        mocap_multicast_address: (group, port) of the multicast stream, or None.
+        gripper_serial_port: the pty clients open for Modbus RTU, or None.
+        gripper_tcp_address: (host, port) of the Modbus TCP server, or None.
+        gripper_device_id: the gripper's Modbus device id.
+    """
+
+    mocap_command_address: tuple[str, int]
+    mocap_multicast_address: tuple[str, int] | None
+    gripper_serial_port: str | None
+    gripper_tcp_address: tuple[str, int] | None
+    gripper_device_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class DriverStatus:
+    """A snapshot of the driver.
+
+    Attributes:
+        world: the world's status (time, off-table flags, pushes, errors).
+        arm: the arm's status (velocity, timeout, fault, command counts).
+        pusher_held: whether the pusher moves with the arm.
+        gripper: the gripper's status registers (None with ``coupling: rigid`` or before start).
+        finger_position: finger position, counts (NaN when ``gripper`` is None).
+        mocap: the NatNet server's counters (None before start).
+    """
+
+    world: WorldStatus
+    arm: ArmStatus
+    pusher_held: bool
+    gripper: GripperStatus | None
+    finger_position: float
+    mocap: MocapServerStats | None
+
+
+class SimDriver:
+    """The simulated robot driver (see the module docstring); a context manager.
+
+    Args:
+        scene: the scene.
+        settings: driver settings (defaults: :class:`DriverSettings`).
+
+    Attributes:
+        scene: the scene.
+        settings: the settings.
+        world: the simulated world (created at construction, stepped from :meth:`start`).
+        body_map: the mocap body mapping in use.
+    """
+
+    def __init__(self, scene: Scene, settings: DriverSettings | None = None) -> None:
+        if not isinstance(scene, Scene):
+            raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
+        settings = DriverSettings() if settings is None else settings
+        if not isinstance(settings, DriverSettings):
+            raise TypeError(f"settings: expected DriverSettings, got {type(settings).__name__}")
+        self.scene = scene
+        self.settings = settings
+        bodies_path = settings.bodies_path()
+        if bodies_path is None:
+            self.body_map = default_body_map(scene)
+        else:
+            self.body_map = load_body_map(bodies_path, scene)
+        if not self.body_map.is_resolved:
+            missing = [entry.body for entry in self.body_map.entries if entry.rigid_body_id is None]
+            raise BodyMapError(f"{bodies_path}: the simulated Motive needs a streaming id for {missing}")
+        rigid = settings.gripper.coupling == "rigid"
+        world_settings = dataclasses.replace(settings.world, pusher_held_at_start=rigid)
+        self.world = SimWorld(scene, world_settings)
+        self._mocap_noise = MocapNoise(settings.mocap.noise, seed=settings.mocap.seed)
+        transform = settings.mocap.mocap_to_table
+        self._table_rotation = np.asarray(transform.rotation)
+        self._table_to_mocap = transform.inverse()
+        self._fallen_depth = {PUSHER_BODY: math.inf} | {spec.name: spec.height for spec in scene.objects}
+        self._grip_width = (
+            settings.gripper.grip_width if settings.gripper.grip_width is not None else 2.0 * scene.pusher.radius
+        )
+        geometry = settings.gripper.emulator.device.geometry
+        contact = geometry.position_for_opening(self._grip_width)
+        squeeze = settings.gripper.emulator.device.squeeze_counts
+        self._held_band = (contact - _HELD_TOLERANCE_COUNTS, contact + squeeze + _HELD_TOLERANCE_COUNTS)
+        self.mocap_server: MocapServer | None = None
+        self.gripper: GripperEmulator | None = None
+        self._coupling_thread: threading.Thread | None = None
+        self._stop_coupling = threading.Event()
+        self._object_between_fingers = False
+        self._lock = threading.Lock()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> SimDriver:
+        """Start the gripper emulator, the mocap server and the world, in that order."""
+        with self._lock:
+            if self.mocap_server is not None:
+                raise RuntimeError("the driver is already started")
+            try:
+                if self.settings.gripper.coupling == "gripper":
+                    self.gripper = GripperEmulator(self.settings.gripper.emulator).start()
+                descriptions = [
+                    RigidBodyDescription(name=self._motive_name(entry), id=entry.rigid_body_id)
+                    for entry in self.body_map.entries
+                ]
+                self.mocap_server = MocapServer(
+                    self._mocap_frame, settings=self.settings.mocap.server, rigid_body_descriptions=descriptions
+                ).start()
+                self.world.start()
+                if self.gripper is not None:
+                    self._stop_coupling.clear()
+                    self._coupling_thread = threading.Thread(
+                        target=self._run_coupling, name="sim-driver-gripper-coupling", daemon=True
+                    )
+                    self._coupling_thread.start()
+            except BaseException:
+                self._stop_locked()
+                raise
+        _LOG.info("simulated driver for scene %r started: %s", self.scene.name, self.endpoints().to_dict())
+        return self
+
+    def stop(self) -> None:
+        """Stop the world, the coupling, the mocap server and the gripper emulator (idempotent)."""
+        with self._lock:
+            self._stop_locked()
+
+    def _stop_locked(self) -> None:
+        problems = []
+        self._stop_coupling.set()
+        if self._coupling_thread is not None:
+            self._coupling_thread.join(5.0)
+            if self._coupling_thread.is_alive():
+                problems.append("the gripper coupling thread did not stop")
+            self._coupling_thread = None
+        for name, device in (("world", self.world), ("mocap server", self.mocap_server), ("gripper", self.gripper)):
+            if device is None:
+                continue
+            try:
+                device.stop()
+            except Exception as error:  # keep stopping the others
+                problems.append(f"{name}: {error}")
+        self.mocap_server = None
+        self.gripper = None
+        if problems:
+            raise RuntimeError("stopping the simulated driver: " + "; ".join(problems))
+
+    @property
+    def running(self) -> bool:
+        return self.mocap_server is not None and self.world.running
+
+    def __enter__(self) -> SimDriver:
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def reset(self, *, seed: int | None = None) -> None:
+        """Reset the world to the scene's initial state (see :meth:`SimWorld.reset`); with
+        ``coupling: gripper`` the pusher is held again only once the fingers close on it."""
+        running = self.world.running
+        if running:
+            self.world.stop()
+        self.world.reset(seed=seed)
+        if running:
+            self.world.start()
+
+    # -- the arm ------------------------------------------------------------------------------
+    def submit_twist(self, twist: EndEffectorTwist) -> CommandOutcome:
+        """One end-effector velocity command (what the ROS node receives as ``TwistStamped``)."""
+        return self.world.command(twist)
+
+    # -- status -------------------------------------------------------------------------------
+    def endpoints(self) -> DriverEndpoints:
+        """Where to reach the devices (after :meth:`start`)."""
+        server = self.mocap_server
+        if server is None:
+            raise RuntimeError("endpoints: the driver is not started")
+        server_settings = server.settings
+        gripper = self.gripper
+        serial = tcp = None
+        if gripper is not None:
+            serial = gripper.serial_port if gripper.settings.serial else None
+            tcp = gripper.tcp_address if gripper.settings.tcp else None
+        multicast = (server_settings.multicast_group, server_settings.data_port)
+        return DriverEndpoints(
+            mocap_command_address=server.command_address,
+            mocap_multicast_address=multicast if server_settings.stream_multicast else None,
+            gripper_serial_port=serial,
+            gripper_tcp_address=tcp,
+            gripper_device_id=self.settings.gripper.emulator.device_id,
+        )
+
+    def status(self) -> DriverStatus:
+        gripper, server = self.gripper, self.mocap_server
+        return DriverStatus(
+            world=self.world.status(),
+            arm=self.world.arm.status(),
+            pusher_held=self.world.pusher_held,
+            gripper=gripper.status() if gripper is not None else None,
+            finger_position=gripper.finger_position() if gripper is not None else math.nan,
+            mocap=server.stats() if server is not None else None,
+        )
+
+    # -- fault injection ----------------------------------------------------------------------
+    def untrack_body(
+        self, body: str, *, duration_s: float, mode: UntrackMode = UntrackMode.INVALID, delay_s: float = 0.0
+    ) -> None:
+        """Make scene body ``body`` (``"pusher"`` or an object name) untracked for ``duration_s``."""
+        self._require_server().untrack(
+            self.body_map.entry(body).rigid_body_id, duration_s=duration_s, mode=mode, delay_s=delay_s
+        )
+
+    def corrupt_mocap_frames(self, count: int = 1, *, kind: CorruptionKind = CorruptionKind.TRUNCATE) -> None:
+        """Damage the next ``count`` NatNet frames."""
+        self._require_server().corrupt_next_frames(count, kind=kind)
+
+    def inject_arm_fault(self, fault: ArmFault) -> None:
+        """Protective stop, ignored commands, or ``ArmFault.NONE`` to clear."""
+        self.world.arm.inject_fault(fault)
+
+    def inject_gripper_fault(self, code: int) -> None:
+        """Report gFLT = ``code`` on the gripper (see :class:`GripperDeviceModel`)."""
+        self._require_gripper().inject_fault(code)
+
+    def clear_gripper_fault(self) -> None:
+        self._require_gripper().clear_fault()
+
+    def set_gripper_responding(self, responding: bool) -> None:
+        """False: the gripper stops answering Modbus requests."""
+        self._require_gripper().set_responding(responding)
+
+    def _require_server(self) -> MocapServer:
+        if self.mocap_server is None:
+            raise RuntimeError("the driver is not started (no mocap server)")
+        return self.mocap_server
+
+    def _require_gripper(self) -> GripperEmulator:
+        if self.gripper is None:
+            raise RuntimeError("no gripper emulator (driver not started, or coupling: rigid)")
+        return self.gripper
+
+    # -- mocap --------------------------------------------------------------------------------
+    @staticmethod
+    def _motive_name(entry: BodyMapEntry) -> str:
+        return entry.motive_name if entry.motive_name is not None else entry.body
+
+    def mocap_pose(self, pose: BodyPose, entry: BodyMapEntry) -> tuple[np.ndarray, np.ndarray]:
+        """The noiseless mocap-frame pose (pivot position (3,) m, orientation (4,)) Motive
+        would stream for a table-frame body pose (see the module docstring)."""
+        object_rotation = np.asarray(pose.orientation, dtype=float)
+        rotated_offset = _rotate(object_rotation, np.asarray(entry.centre_offset))
+        pivot = self._table_to_mocap.points_to_table(np.asarray(pose.position) - rotated_offset)
+        reference = quaternion_multiply(object_rotation, yaw_quaternion(-entry.yaw_offset))
+        body_rotation = quaternion_multiply(
+            quaternion_multiply(quaternion_conjugate(self._table_rotation), reference), self._table_rotation
+        )
+        return pivot, canonical_quaternion(body_rotation)
+
+    def _mocap_frame(self) -> list[BodySample]:
+        samples = []
+        for pose in self.world.body_poses():
+            entry = self.body_map.entry(pose.name)
+            position, orientation = self.mocap_pose(pose, entry)
+            position, orientation = self._mocap_noise.perturb(position, orientation)
+            tracked = not (
+                self.settings.mocap.fallen_untracked and pose.position[2] < -self._fallen_depth[pose.name]
+            )
+            samples.append(
+                BodySample(
+                    id=entry.rigid_body_id,
+                    name=self._motive_name(entry),
+                    position=tuple(float(value) for value in position),
+                    orientation=tuple(float(value) for value in orientation),
+                    tracking_valid=tracked,
+                    mean_error=self.settings.mocap.mean_error if tracked else 0.0,
+                )
+            )
+        return samples
+
+    # -- gripper coupling ---------------------------------------------------------------------
+    def _run_coupling(self) -> None:
+        period = self.settings.gripper.coupling_period
+        while not self._stop_coupling.wait(period):
+            try:
+                self.update_coupling()
+            except Exception:  # the coupling must keep running; log and go on
+                _LOG.exception("gripper coupling update failed")
+
+    def update_coupling(self) -> bool:
+        """Apply the gripper's finger position to the pusher once (the coupling thread does
+        this every ``coupling_period``). Returns whether the pusher is held."""
+        gripper = self.gripper
+        if gripper is None:
+            return self.world.pusher_held
+        world = self.world
+        pusher = world.true_state()[:2]
+        near = float(np.hypot(*(world.end_effector_position() - pusher))) <= world.settings.grasp_tolerance
+        between = world.pusher_held or near
+        if between != self._object_between_fingers:
+            gripper.set_object_width(self._grip_width if between else None)
+            self._object_between_fingers = between
+        fingers = gripper.finger_position()
+        closed_on_pusher = self._held_band[0] <= fingers <= self._held_band[1]
+        if world.pusher_held and not closed_on_pusher:
+            world.release()
+            _LOG.info("gripper opened (fingers at %.1f counts): pusher released", fingers)
+        elif not world.pusher_held and closed_on_pusher and near and world.grasp():
+            _LOG.info("gripper closed on the pusher (fingers at %.1f counts): pusher held", fingers)
+        return world.pusher_held
+
+
+def _rotate(quaternion: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``vector`` (3,) rotated by the unit quaternion (4,) (qx, qy, qz, qw)."""
+    pure = np.array([*vector, 0.0])
+    return quaternion_multiply(quaternion_multiply(quaternion, pure), quaternion_conjugate(quaternion))[:3]
+
+
+# -- entry point ----------------------------------------------------------------------------------
+def _settings_for_arguments(arguments: argparse.Namespace) -> DriverSettings:
+    if arguments.config is not None:
+        settings = load_driver_settings(arguments.config)
+    else:
+        from parapush.graph import config_dir
+
+        default = config_dir() / DEFAULT_SETTINGS_FILE
+        settings = load_driver_settings(default) if default.is_file() else DriverSettings()
+    world, mocap, gripper = settings.world, settings.mocap, settings.gripper
+    if arguments.real_time_factor is not None:
+        world = dataclasses.replace(world, real_time_factor=arguments.real_time_factor)
+    if arguments.seed is not None:
+        world = dataclasses.replace(world, seed=arguments.seed)
+        mocap = dataclasses.replace(mocap, seed=arguments.seed)
+    if arguments.bodies_file is not None:
+        bodies_file = None if arguments.bodies_file == "none" else arguments.bodies_file
+        mocap = dataclasses.replace(mocap, bodies_file=bodies_file)
+    if arguments.mocap_port is not None:
+        mocap = dataclasses.replace(mocap, server=dataclasses.replace(mocap.server, command_port=arguments.mocap_port))
+    if arguments.gripper_tcp_port is not None:
+        emulator = dataclasses.replace(gripper.emulator, tcp=True, tcp_port=arguments.gripper_tcp_port)
+        gripper = dataclasses.replace(gripper, emulator=emulator)
+    if arguments.coupling is not None:
+        gripper = dataclasses.replace(gripper, coupling=arguments.coupling)
+    return dataclasses.replace(settings, world=world, mocap=mocap, gripper=gripper)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m parapush.sim.driver``: run the simulated driver until Ctrl-C."""
+    parser = argparse.ArgumentParser(
+        prog="python -m parapush.sim.driver",
+        description="Simulated robot driver: a MuJoCo world behind NatNet (mocap), Modbus (Robotiq 2F-85) "
+        "and an end-effector twist interface.",
+    )
+    parser.add_argument("--scene", default="clutter_fig1.yaml", help="scene file, or a name in config/scenes")
+    parser.add_argument("--config", type=Path, default=None, help="settings file (default: config/sim_world.yaml)")
+    parser.add_argument("--real-time-factor", type=float, default=None)
+    parser.add_argument("--seed", type=int, default=None, help="seed of the push and mocap noise")
+    parser.add_argument("--bodies-file", default=None, help="mocap body mapping file, or 'none' for the generated one")
+    parser.add_argument("--mocap-port", type=int, default=None, help="NatNet command port (0: ephemeral)")
+    parser.add_argument("--gripper-tcp-port", type=int, default=None, help="also serve Modbus TCP on this port")
+    parser.add_argument("--coupling", choices=COUPLINGS, default=None, help="how the pusher is held")
+    parser.add_argument("--status-period", type=float, default=5.0, help="s between status lines (0: none)")
+    parser.add_argument("--log-level", default="INFO")
+    arguments = parser.parse_args(argv)
+    logging.basicConfig(level=arguments.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from parapush.graph import resolve_scene_path
+
+    try:
+        scene = load_scene(resolve_scene_path(arguments.scene))
+        settings = _settings_for_arguments(arguments)
+        driver = SimDriver(scene, settings)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        driver.start()
+    except (OSError, RuntimeError) as error:
+        signal.signal(signal.SIGTERM, previous)
+        print(f"error: cannot start the simulated driver: {error}", file=sys.stderr)
+        return 1
+    try:
+        with driver:
+            print(json.dumps({"scene": scene.name, **driver.endpoints().to_dict()}), flush=True)
+            next_status = time.monotonic() + arguments.status_period
+            while not stop.wait(0.2):
+                if arguments.status_period > 0 and time.monotonic() >= next_status:
+                    next_status += arguments.status_period
+                    status = driver.status()
+                    print(
+                        f"t={status.world.time:.1f} s rtf={status.world.real_time_factor:.2f} "
+                        f"held={status.pusher_held} arm_v={status.arm.velocity} off_table={status.world.off_table} "
+                        f"frames={status.mocap.frames_generated if status.mocap else 0} "
+                        f"gripper={status.gripper.describe() if status.gripper else '-'}",
+                        flush=True,
+                    )
+                if status_error := driver.world.status().error:
+                    print(f"error: {status_error}", file=sys.stderr)
+                    return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""Fine MuJoCo model: settings, MJCF choices, state conversion, determinism, tracking, NaN rows."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+
+import mujoco
+import numpy as np
+import pytest
+
+from parapush.physics.fine import FineModel, FineSettings
+from parapush.physics.mjcf import pusher_servo_gain
+from parapush.physics.propagator import Propagator
+from parapush.scene import scene_from_dict
+
+
+def one_cylinder_scene(**overrides):
+    data = {
+        "name": "one",
+        "table": {"length": 0.8, "width": 1.0, "friction": 1.0},
+        "pusher": {"radius": 0.0145, "friction": 0.2, "position": [-0.25, 0.0]},
+        "objects": [{"name": "slider", "radius": 0.0512, "mass": 0.5, "friction": 1.0, "pose": [-0.15, 0.0, 0.0]}],
+    }
+    data.update(overrides)
+    return scene_from_dict(data)
+
+
+@pytest.fixture(scope="module")
+def fine_model():
+    return FineModel(one_cylinder_scene())
+
+
+def state(layout, pusher, *poses, pusher_velocity=(0.0, 0.0), twists=None):
+    poses = np.array(poses, dtype=float)[None]
+    twists = None if twists is None else np.array(twists, dtype=float)[None]
+    return layout.compose(np.array([pusher], float), poses, np.array([pusher_velocity], float), twists)
+
+
+# -- settings -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("timestep", 0.0), ("timestep", float("nan")), ("integrator", "verlet"), ("pusher_collider", "sphere"),
+     ("object_collider", "mesh"), ("cone", "round"), ("pusher_armature", -1.0), ("pusher_servo_ratio", 2.0),
+     ("pusher_servo_ratio", 0.0), ("speed_limit", -1.0)],
+)
+def test_settings_reject_invalid_values_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        FineSettings(**{field: value})
+
+
+def test_fine_model_is_a_propagator(fine_model):
+    assert isinstance(fine_model, Propagator)
+    assert fine_model.layout.dimension == 10
+
+
+# -- MJCF -----------------------------------------------------------------------------------
+def test_every_contact_pair_has_its_own_friction_not_the_max_of_the_geoms():
+    scene = one_cylinder_scene(
+        objects=[{"name": "a", "friction": 0.7, "pose": [0, 0, 0]}, {"name": "b", "pose": [0.3, 0, 0]}],
+        obstacles=[{"name": "post", "pose": [0.0, 0.3, 0.0]}],
+        object_friction=0.3,
+    )
+    model = FineModel(scene)
+    pairs = {
+        (pair.get("geom1"), pair.get("geom2")): float(pair.get("friction").split()[0])
+        for pair in ElementTree.fromstring(model.mjcf).iter("pair")
+    }
+    assert pairs[("table", "object0_support")] == 1.0  # max(table 1.0, object 0.7), the scene's rule
+    assert pairs[("pusher_collider", "object0_collider")] == 0.2  # pusher.friction, not max(0.2, 1.0)
+    assert pairs[("object0_collider", "object1_collider")] == 0.3
+    assert pairs[("object0_collider", "obstacle0_collider")] == 0.3
+    assert pairs[("pusher_collider", "obstacle0_collider")] == 0.2
+    assert ("pusher_collider", "table") not in pairs and ("table", "pusher_collider") not in pairs
+    # no automatic contacts: every geom has contype = conaffinity = 0
+    assert not np.any(model.mj_model.geom_contype) and not np.any(model.mj_model.geom_conaffinity)
+    # the compiled pair friction really is the pusher's
+    pair_id = next(i for i in range(model.mj_model.npair)
+                   if model.mj_model.geom(model.mj_model.pair_geom1[i]).name == "pusher_collider")
+    assert model.mj_model.pair_friction[pair_id][0] == pytest.approx(0.2)
+
+
+def test_servo_gain_follows_the_stability_ratio(fine_model):
+    settings = fine_model.settings
+    mass = fine_model.scene.pusher.mass + settings.pusher_armature
+    gain = pusher_servo_gain(fine_model.scene, settings)
+    assert gain * settings.timestep / mass == pytest.approx(settings.pusher_servo_ratio)
+    assert fine_model.mj_model.actuator_gainprm[0, 0] == pytest.approx(gain)
+
+
+# -- state conversion ---------------------------------------------------------------------
+def test_physics_state_round_trip_is_exact(fine_model):
+    rng = np.random.default_rng(1)
+    states = rng.uniform(-0.3, 0.3, (5, fine_model.layout.dimension))
+    physics = fine_model.to_physics_state(states)
+    assert physics.shape == (5, fine_model.physics_state_size)
+    np.testing.assert_array_equal(fine_model.from_physics_state(physics), states)
+    # the objects rest on the table: their z joint at the settled height, z speed 0
+    qpos_offset, _ = fine_model.physics_offsets
+    z_index = qpos_offset + fine_model.mj_model.joint("object0_z").qposadr[0]
+    np.testing.assert_array_equal(physics[:, z_index], fine_model.rest_heights[0])
+    assert -1e-3 < fine_model.rest_heights[0] < 0.0  # soft contact sinks a little
+
+
+def test_steps_for_counts_timesteps_and_rejects_fractions(fine_model):
+    assert fine_model.steps_for(1.0) == 1000
+    assert fine_model.steps_for(0.25) == 250
+    with pytest.raises(ValueError, match="duration"):
+        fine_model.steps_for(0.0005)
+    with pytest.raises(ValueError, match="durations"):
+        fine_model.propagate(np.zeros((1, 10)), np.zeros((1, 2)), np.array([1.0005]))
+
+
+def test_propagate_validates_shapes_naming_the_argument(fine_model):
+    with pytest.raises(ValueError, match="controls"):
+        fine_model.propagate(np.zeros((2, 10)), np.zeros(3), np.ones(2))
+    with pytest.raises(ValueError, match="states"):
+        fine_model.propagate(np.zeros((2, 9)), np.zeros((2, 2)), np.ones(2))
+    with pytest.raises(ValueError, match="durations"):
+        fine_model.propagate(np.zeros((2, 10)), np.zeros((2, 2)), np.array([1.0, -1.0]))
+
+
+# -- determinism ----------------------------------------------------------------------------
+def test_a_segment_is_a_pure_function_of_its_inputs(fine_model):
+    layout = fine_model.layout
+    start = state(layout, (-0.22, 0.01), (-0.15, 0.0, 0.3))
+    control = np.array([[0.06, 0.01]])
+    first = fine_model.propagate(start, control, [1.0])
+    # a different segment in between leaves a stale solver warm start in the MjData
+    fine_model.propagate(state(layout, (-0.2, 0.0), (-0.15, 0.0, 0.0)), np.array([[0.1, 0.0]]), [0.5])
+    second = fine_model.propagate(start, control, [1.0])
+    np.testing.assert_array_equal(first, second)
+
+
+def test_restored_physics_state_continues_bit_identically(fine_model):
+    """Two 0.5 s halves through a saved full-physics state equal a run restored from it."""
+    layout = fine_model.layout
+    start = fine_model.to_physics_state(state(layout, (-0.22, 0.02), (-0.15, 0.0, 0.0)))[0]
+    data = fine_model.new_data()
+    middle = fine_model.simulate_physics(data, start, np.array([0.08, 0.0]), 500)
+    end_a = fine_model.simulate_physics(data, middle, np.array([0.08, 0.0]), 500)
+    other = fine_model.new_data()
+    fine_model.simulate_physics(other, start, np.array([-0.05, 0.05]), 123)  # dirty the other MjData
+    end_b = fine_model.simulate_physics(other, middle.copy(), np.array([0.08, 0.0]), 500)
+    np.testing.assert_array_equal(end_a, end_b)
+
+
+# -- pusher and pushing -----------------------------------------------------------------------
+def test_free_pusher_tracks_the_commanded_velocity(fine_model):
+    layout = fine_model.layout
+    start = state(layout, (0.0, -0.3), (-0.15, 0.0, 0.0))  # far from the object
+    command = np.array([[0.07, -0.03]])
+    end = fine_model.propagate(start, command, [0.5])[0]
+    np.testing.assert_allclose(end[layout.pusher_velocity], command[0], atol=1e-9)
+    np.testing.assert_allclose(end[layout.pusher_position], [0.035, -0.315], atol=1e-6)
+    np.testing.assert_array_equal(end[layout.object_poses], [-0.15, 0.0, 0.0])  # untouched object rests
+
+
+def test_pusher_keeps_its_speed_while_pushing_and_a_central_push_does_not_turn(fine_model):
+    layout = fine_model.layout
+    start = state(layout, (-0.25, 0.0), (-0.15, 0.0, 0.0))  # gap 0.1 - 0.0657 = 0.0343 m
+    end = fine_model.propagate(start, np.array([[0.05, 0.0]]), [2.0])[0]
+    assert end[layout.pusher_velocity][0] == pytest.approx(0.05, abs=1e-3)
+    np.testing.assert_allclose(end[layout.pusher_position], [-0.15, 0.0], atol=5e-4)
+    x, y, yaw = end[layout.object_pose(0)]
+    # pushed 0.1 - 0.0343 = 0.0657 m; it stays ahead of the pusher, touching it (soft contact)
+    assert x == pytest.approx(-0.15 + 0.0657, abs=2e-3)
+    assert x - end[0] == pytest.approx(0.0657, abs=1e-3)
+    assert abs(y) < 1e-9 and abs(yaw) < 1e-9
+
+
+@pytest.mark.parametrize("offset", [0.03, -0.03])
+def test_side_push_turns_the_object_the_right_way(fine_model, offset):
+    """Pushing +x with the pusher below the centre (offset < 0) turns it counter-clockwise."""
+    layout = fine_model.layout
+    start = state(layout, (-0.25, offset), (-0.15, 0.0, 0.0))
+    end = fine_model.propagate(start, np.array([[0.05, 0.0]]), [2.0])[0]
+    x, y, yaw = end[layout.object_pose(0)]
+    assert x > -0.15 + 0.01
+    assert np.sign(yaw) == -np.sign(offset) and abs(yaw) > 1e-3
+    assert np.sign(y) == -np.sign(offset)  # and slides away from the pusher's line
+
+
+def test_off_table_uses_the_centre_and_the_table_edges(fine_model):
+    layout = fine_model.layout
+    states = np.concatenate([
+        state(layout, (0, 0), (0.39, 0.49, 0.0)),
+        state(layout, (0, 0), (0.41, 0.0, 0.0)),
+        state(layout, (0, 0), (0.0, -0.51, 0.0)),
+    ])
+    np.testing.assert_array_equal(fine_model.off_table(states), [[False], [True], [True]])
+
+
+# -- instability -----------------------------------------------------------------------------
+def test_nan_rows_in_give_nan_rows_out_and_others_are_unaffected(fine_model):
+    layout = fine_model.layout
+    good = state(layout, (-0.22, 0.0), (-0.15, 0.0, 0.0))
+    states = np.concatenate([good, np.full((1, 10), np.nan), good])
+    controls = np.array([[0.05, 0.0]] * 3)
+    out = fine_model.propagate(states, controls, np.ones(3))
+    assert np.all(np.isnan(out[1])) and np.all(np.isfinite(out[[0, 2]]))
+    np.testing.assert_array_equal(out[0], fine_model.propagate(good, controls[:1], [1.0])[0])
+
+
+def test_absurd_speed_marks_the_row_unstable(fine_model):
+    layout = fine_model.layout
+    fast = state(layout, (-0.3, 0.3), (-0.15, 0.0, 0.0), twists=[[100.0, 0.0, 0.0]])
+    slow = state(layout, (-0.3, 0.3), (-0.15, 0.0, 0.0))
+    out = fine_model.propagate(np.concatenate([fast, slow]), np.zeros((2, 2)), [0.1, 0.1])
+    assert np.all(np.isnan(out[0])) and np.all(np.isfinite(out[1]))
+
+
+@pytest.fixture
+def captured_mujoco_warnings():
+    """Collect MuJoCo warnings instead of letting MuJoCo append them to ./MUJOCO_LOG.TXT."""
+    messages: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(messages.append)
+    yield messages
+    mujoco.set_mju_user_warning(previous)
+
+
+def test_diverging_simulation_gives_nan_not_a_silent_reset(captured_mujoco_warnings):
+    """The authors' servo (timestep * kv / m = 125) diverges with Euler; MuJoCo's auto-reset
+    would return the initial pose, finite and wrong. We must get NaN."""
+    model = FineModel(one_cylinder_scene())
+    mass = model.scene.pusher.mass + model.settings.pusher_armature
+    gain = 125.0 * mass / model.settings.timestep
+    model.mj_model.actuator_gainprm[:, 0] = gain
+    model.mj_model.actuator_biasprm[:, 2] = -gain
+    layout = model.layout
+    out = model.propagate(state(layout, (-0.3, 0.2), (-0.15, 0.0, 0.0)), np.array([[0.05, 0.0]]), [0.2])
+    assert np.all(np.isnan(out))
+    data = model.new_data()
+    physics = model.simulate_physics(data, model.to_physics_state(state(layout, (-0.3, 0.2), (-0.15, 0, 0)))[0],
+                                     np.array([0.05, 0.0]), 200)
+    assert not np.all(np.isfinite(physics))
+    assert data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number >= 1
+    assert any("unstable" in message for message in captured_mujoco_warnings)

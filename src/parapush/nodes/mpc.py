@@ -41,7 +41,8 @@ from parapush.scene import GoalRegion, SceneError, load_scene
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
-    ParameterSpec("planner_config", "planner.yaml", "planner YAML (optimizer, MPC, model, costs): path or name in config/"),
+    ParameterSpec("planner_config", "planner.yaml",
+                  "planner YAML (optimizer, MPC, model, costs): a path or a name in config/"),
     ParameterSpec("prediction_source", "service", "where predictions come from", choices=("service", "local")),
     ParameterSpec("model", "", "predictive model; empty: the planner config's", choices=("", *MODEL_NAMES)),
     ParameterSpec("iterations", -1, "Parareal iterations K; -1: the planner config's", minimum=-1, maximum=64),

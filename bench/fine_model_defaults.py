@@ -3,12 +3,12 @@
 1. Friction isotropy: a disc and a box launched at 0.5 m/s along 0, 22.5 and 45 deg; the
    stopping distance must not depend on the direction (Coulomb: v^2 / (2 mu g) = 12.74 mm).
 2. For each configuration and scene: the cost of one 1 s control (serial reference, one
-   thread, CPU time, best of several interleaved repetitions over the pushes' first second) and the end-position difference of a
-   few 4 s pushes (ISRR protocol: push angles 0, +-15 deg, pusher offset across the object)
-   against the reference rk4 + cylinder colliders with the same (elliptic) cone. The
-   pyramidal rows show how much the cone alone changes the prediction. Contact makes
-   pushing chaotic (1e-9 m in gives ~1e-5 m out after 1 s), so differences below ~0.1 mm
-   are noise, not accuracy.
+   thread, CPU time, best of interleaved repetitions over the pushes' first second) and
+   the end-position difference of a few 4 s pushes (ISRR protocol: push angles 0 and
+   +-15 deg, pusher offset across the object) against the reference rk4 + cylinder
+   colliders with the same (elliptic) cone. The pyramidal rows show how much the cone
+   alone changes the prediction. Contact makes pushing chaotic (1e-9 m in gives ~1e-5 m
+   out after 1 s), so differences below ~0.1 mm are noise, not accuracy.
 
     python bench/fine_model_defaults.py [--quick]
 

@@ -505,10 +505,11 @@ class MocapServer:
                 while pending and pending[0].send_at_s <= now:
                     self._transmit(pending.popleft().frame)
                 if now >= next_capture:
-                    frame = self._capture(now)
+                    capture_ns = time.monotonic_ns()
+                    frame = self._capture(capture_ns)
                     if frame is not None:
                         if latency > 0.0:
-                            pending.append(_PendingFrame(now + latency, frame))
+                            pending.append(_PendingFrame(capture_ns * 1e-9 + latency, frame))
                         else:
                             self._transmit(frame)
                     next_capture += period
@@ -529,8 +530,9 @@ class MocapServer:
     def _ticks(self, monotonic_ns: int) -> int:
         return monotonic_ns * self._settings.high_resolution_clock_frequency // 1_000_000_000
 
-    def _capture(self, now_s: float) -> MocapFrame | None:
-        mid_exposure_ns = time.monotonic_ns()
+    def _capture(self, mid_exposure_ns: int) -> MocapFrame | None:
+        """Sample the source; ``mid_exposure_ns`` is the ``time.monotonic_ns()`` of the sample."""
+        now_s = mid_exposure_ns * 1e-9
         try:
             samples = [_as_sample(item) for item in self._source()]
         except Exception as exc:  # the world's bug must not kill the stream; it is counted and logged

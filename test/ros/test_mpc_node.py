@@ -1,0 +1,160 @@
+"""The MPC node's PushObject action over real Fast DDS.
+
+A plant node in the test plays the robot: it applies each received control with the
+analytical coarse model and publishes ``scene_state`` continuously, so the action runs
+its real loop (observe over DDS, plan, send controls, feedback, result) in a few seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import rclpy
+import yaml
+from parareal_pushing.action import PushObject
+from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
+
+from parapush.graph import config_dir
+from parapush.nodes.conversions import state_to_msg
+from parapush.nodes.mpc import MpcNode
+from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+from parapush.scene import load_scene
+
+SCENE_DATA = {
+    "name": "short_push",
+    "pusher": {"position": [-0.08, 0.0]},
+    "objects": [{"name": "puck", "pose": [0.0, 0.0, 0.0]}],
+    "goal": {"center": [0.1, 0.0], "radius": 0.03},
+}
+
+
+@pytest.fixture
+def files(tmp_path):
+    scene_path = tmp_path / "scene.yaml"
+    scene_path.write_text(yaml.safe_dump(SCENE_DATA))
+    planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
+    planner["optimizer"].update(control_duration=0.25, max_iterations=4, samples=12)
+    planner["mpc"].update(max_controls=30)
+    planner_path = tmp_path / "planner.yaml"
+    planner_path.write_text(yaml.safe_dump(planner))
+    return scene_path, planner_path
+
+
+class Plant:
+    """A fake robot: applies controls with the coarse model, publishes scene_state at 50 Hz."""
+
+    def __init__(self, context, scene):
+        self.scene = scene
+        self.model = AnalyticalCoarseModel(scene)
+        layout = scene.layout
+        self.state = layout.compose(scene.pusher.position, np.array([spec.pose for spec in scene.objects]))
+        self.node = rclpy.create_node("plant", context=context)
+        self.publisher = self.node.create_publisher(SceneState, "scene_state", 10)
+        self.controls: list[ControlSequence] = []
+        self.plans: list[PredictedTrajectory] = []
+        self.lock = threading.Lock()
+        self.node.create_subscription(ControlSequence, "controls", self.on_control, 10)
+        self.node.create_subscription(PredictedTrajectory, "planned_trajectory", self.plans.append, 10)
+        self.node.create_timer(0.02, self.publish)
+
+    def on_control(self, message: ControlSequence) -> None:
+        with self.lock:
+            self.controls.append(message)
+            for control in message.controls:
+                self.state = self.model.propagate(
+                    self.state[None], np.array([[control.vx, control.vy]]), np.array([control.duration])
+                )[0]
+
+    def publish(self) -> None:
+        with self.lock:
+            message = state_to_msg(self.state, self.scene, stamp=self.node.get_clock().now().nanoseconds * 1e-9)
+        self.publisher.publish(message)
+
+
+def start(context, spinning, files, **parameters):
+    scene_path, planner_path = files
+    overrides = {"scene_file": str(scene_path), "planner_config": str(planner_path),
+                 "prediction_source": "local", "model": "coarse", "settle_time": 0.05}
+    overrides.update(parameters)
+    node = MpcNode(context=context, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
+    plant = Plant(context, load_scene(scene_path))
+    client_node = rclpy.create_node("push_client", context=context)
+    spinning.add(node, plant.node, client_node)
+    client = ActionClient(client_node, PushObject, "push_object")
+    assert client.wait_for_server(timeout_sec=10.0)
+    return node, plant, client
+
+
+def wait(future, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+    return future.result()
+
+
+def goal(**fields):
+    message = PushObject.Goal(goal_x=0.1, goal_y=0.0, goal_radius=0.03)
+    for name, value in fields.items():
+        setattr(message, name, value)
+    return message
+
+
+def test_push_object_reaches_the_goal_with_feedback(ros_context, spinning, files):
+    node, plant, client = start(ros_context, spinning, files)
+    try:
+        feedback = []
+        handle = wait(client.send_goal_async(goal(), feedback_callback=lambda msg: feedback.append(msg.feedback)))
+        assert handle.accepted
+        result = wait(handle.get_result_async()).result
+        assert result.success, result.failure_reason
+        assert result.outcome == PushObject.Result.OUTCOME_SUCCESS
+        assert result.final_distance <= 0.03
+        assert result.controls_executed == len(plant.controls) - 1  # + the final stop
+        assert len(plant.controls[-1].controls) == 0  # the loop ends with a stop
+        assert result.planning_time > 0 and result.total_time >= result.execution_time
+        assert len(feedback) == result.controls_executed
+        assert [f.step for f in feedback] == list(range(len(feedback)))
+        assert len(feedback[0].predicted_trajectory.states) == 5  # N + 1 with the default horizon
+        assert plant.plans, "no planned trajectory published"
+        puck = [o for o in result.final_state.objects if o.name == "puck"][0]
+        assert np.hypot(puck.x - 0.1, puck.y) <= 0.03
+    finally:
+        node.close()
+
+
+def test_invalid_goals_are_aborted_with_a_reason(ros_context, spinning, files):
+    node, plant, client = start(ros_context, spinning, files)
+    try:
+        for fields, reason in [({"target_object": "ghost"}, "target_object: unknown object 'ghost'"),
+                               ({"goal_radius": 0.0}, "goal_radius"),
+                               ({"goal_x": 5.0}, "not on the table"),
+                               ({"model": "oracle"}, "model")]:
+            handle = wait(client.send_goal_async(goal(**fields)))
+            result = wait(handle.get_result_async()).result
+            assert not result.success
+            assert result.outcome == PushObject.Result.OUTCOME_ERROR
+            assert reason in result.failure_reason, result.failure_reason
+        assert not plant.controls, "an invalid goal moved the robot"
+    finally:
+        node.close()
+
+
+def test_cancel_stops_the_pusher(ros_context, spinning, files):
+    node, plant, client = start(ros_context, spinning, files)
+    try:
+        first_feedback = threading.Event()
+        handle = wait(client.send_goal_async(goal(goal_x=0.3), feedback_callback=lambda _: first_feedback.set()))
+        assert first_feedback.wait(30)
+        wait(handle.cancel_goal_async())
+        result = wait(handle.get_result_async()).result
+        assert result.outcome == PushObject.Result.OUTCOME_CANCELED
+        assert not result.success
+        assert len(plant.controls[-1].controls) == 0, "no stop sent on cancel"
+    finally:
+        node.close()

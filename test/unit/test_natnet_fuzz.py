@@ -68,7 +68,9 @@ def seed_datagrams(version: NatNetVersion, rng: random.Random) -> list[bytes]:
         )
     )
     seeds.append(encode_message(definitions, version=version))
-    seeds.append(encode_message(ServerInfo("Motive", (3, 1, 0, 0), version, 10_000_000, 1511, True, "239.255.42.99")))
+    seeds.append(
+        encode_message(ServerInfo("Motive", (3, 1, 0, 0), version, 10_000_000, 1511, True, "239.255.42.99"))
+    )
     seeds.append(encode_message(Connect(requested_version=version)))
     seeds.append(encode_message(MessageString("hello")))
     seeds.append(encode_message(KeepAlive()))
@@ -119,7 +121,9 @@ def decode_or_none(datagram: bytes, version: NatNetVersion):
         return None
 
 
-@pytest.mark.parametrize("version", SUPPORTED_VERSIONS, ids=[f"{v.major}.{v.minor}" for v in SUPPORTED_VERSIONS])
+@pytest.mark.parametrize(
+    "version", SUPPORTED_VERSIONS, ids=[f"{v.major}.{v.minor}" for v in SUPPORTED_VERSIONS]
+)
 def test_decoder_survives_thousands_of_mutations(version):
     rng = random.Random(1000 + version.major * 10 + version.minor)
     seeds = seed_datagrams(version, rng)
@@ -134,7 +138,9 @@ def test_decoder_survives_thousands_of_mutations(version):
             continue
         decoded += 1
         if isinstance(message, MocapFrame) and all(
-            math.isfinite(v) for b in message.rigid_bodies for v in (*b.position, *b.orientation, b.mean_error)
+            math.isfinite(v)
+            for b in message.rigid_bodies
+            for v in (*b.position, *b.orientation, b.mean_error)
         ):
             # whatever decodes is a well-formed frame: it re-encodes and decodes to itself
             assert decode_message(encode_message(message, version=version), version=version) == message
@@ -149,7 +155,9 @@ def test_decoder_on_arbitrary_bytes(data, version):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    message_id=st.sampled_from(KNOWN_IDS), payload=st.binary(max_size=700), version=st.sampled_from(SUPPORTED_VERSIONS)
+    message_id=st.sampled_from(KNOWN_IDS),
+    payload=st.binary(max_size=700),
+    version=st.sampled_from(SUPPORTED_VERSIONS),
 )
 def test_decoder_on_arbitrary_payloads_with_valid_headers(message_id, payload, version):
     decode_or_none(struct.pack("<HH", message_id, len(payload)) + payload, version)
@@ -175,7 +183,9 @@ def _wait_for_good_frames(client: NatNetClient, expected: tuple[RigidBody, ...],
 
 
 def _expected_bodies() -> tuple[RigidBody, ...]:
-    return tuple(RigidBody(b.id, b.position, b.orientation, b.mean_error, b.tracking_valid) for b in (BOX, PUSHER))
+    return tuple(
+        RigidBody(b.id, b.position, b.orientation, b.mean_error, b.tracking_valid) for b in (BOX, PUSHER)
+    )
 
 
 @pytest.mark.parametrize("version_text", ["3.0", "4.1"])

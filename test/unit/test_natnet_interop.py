@@ -44,7 +44,12 @@ def f32(value: float) -> float:
 
 BODIES = (
     BodySample(
-        3, "box", (f32(0.4125), f32(-0.0375), f32(0.05)), (0.0, 0.0, f32(0.38268343), f32(0.9238795)), True, f32(0.0002)
+        3,
+        "box",
+        (f32(0.4125), f32(-0.0375), f32(0.05)),
+        (0.0, 0.0, f32(0.38268343), f32(0.9238795)),
+        True,
+        f32(0.0002),
     ),
     BodySample(8, "pusher", (0.125, 0.75, 0.09375), (0.5, -0.5, 0.5, -0.5), False, 0.0),
 )
@@ -90,7 +95,9 @@ class PypiNatNetRecorder:
         raise AssertionError(f"natnet 0.3.0 delivered no {what} within {timeout_s} s")
 
 
-def _start_pypi_client(server: MocapServer, recorder: PypiNatNetRecorder, *, multicast: bool, data_port: int = 1511):
+def _start_pypi_client(
+    server: MocapServer, recorder: PypiNatNetRecorder, *, multicast: bool, data_port: int = 1511
+):
     client = natnet.NatNetClient(
         server_ip_address="127.0.0.1",
         local_ip_address="127.0.0.1",
@@ -105,7 +112,9 @@ def _start_pypi_client(server: MocapServer, recorder: PypiNatNetRecorder, *, mul
     return client
 
 
-def _wait_for_overlap(ours: dict, lock: threading.Lock, recorder: PypiNatNetRecorder, count: int = 20) -> None:
+def _wait_for_overlap(
+    ours: dict, lock: threading.Lock, recorder: PypiNatNetRecorder, count: int = 20
+) -> None:
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
         with lock, recorder.lock:
@@ -162,7 +171,9 @@ def test_pypi_natnet_client_unicast(version_text):
         try:
             assert pypi_client.server_info.application_name == "Motive (parapush simulation)"
             assert pypi_client.protocol_version.components == (version.major, version.minor, 0, 0)
-            with NatNetClient(NatNetClientSettings(command_port=server.command_address[1]), on_frame=on_our_frame):
+            with NatNetClient(
+                NatNetClientSettings(command_port=server.command_address[1]), on_frame=on_our_frame
+            ):
                 _wait_for_overlap(ours, lock, recorder)
                 pypi_client.request_modeldef()
                 recorder.wait(lambda r: r.descriptions, what="model definitions")
@@ -234,7 +245,9 @@ def test_natnetsdk_unpacks_datagrams_from_our_running_server(version_text):
     for datagram in datagrams:
         ours = decode_message(datagram, version=version)
         payload = datagram[4:]
-        consumed, mocap = sdk._NatNetClient__unpack_mocap_data(payload, len(payload), version.major, version.minor)
+        consumed, mocap = sdk._NatNetClient__unpack_mocap_data(
+            payload, len(payload), version.major, version.minor
+        )
         assert consumed == len(payload)
         assert mocap.prefix_data.frame_number == ours.frame_number
         sdk_bodies = [

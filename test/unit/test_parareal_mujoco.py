@@ -138,11 +138,14 @@ def test_thread_backend_gives_the_serial_parareal_iterates(seed: int) -> None:
         threads = backends.ThreadBackend(fine, threads=2)
     except NotImplementedError:
         pytest.skip("the thread backend is not implemented yet")
-    coarse = PusherOnlyCoarse(scene.layout)
+    coarse = make_coarse("analytical", scene)
+    projector = make_projector(scene)
     options = PararealOptions(iterations=2)
     with threads:
-        parallel = PararealSolver(coarse=coarse, fine=threads).solve(initial, controls, durations, options)
-    serial = PararealSolver(coarse=coarse, fine=backends.SerialBackend(fine)).solve(
+        parallel = PararealSolver(coarse=coarse, fine=threads, projector=projector).solve(
+            initial, controls, durations, options
+        )
+    serial = PararealSolver(coarse=coarse, fine=backends.SerialBackend(fine), projector=projector).solve(
         initial, controls, durations, options
     )
     np.testing.assert_array_equal(parallel.trajectories, serial.trajectories)
@@ -153,7 +156,11 @@ def test_a_mujoco_batch_equals_each_sequence_alone() -> None:
     scene, initial = random_scene(rng)
     controls, durations = random_pushes(rng, 3, 4)
     fine = fine_module.FineModel(scene)
-    solver = PararealSolver(coarse=PusherOnlyCoarse(scene.layout), fine=backends.SerialBackend(fine))
+    solver = PararealSolver(
+        coarse=make_coarse("analytical", scene),
+        fine=backends.SerialBackend(fine),
+        projector=make_projector(scene),
+    )
     options = PararealOptions(iterations=2)
     batch = solver.solve(initial, controls, durations, options)
     for b in range(3):

@@ -130,3 +130,21 @@ def test_process_backend_fails_cleanly_when_workers_keep_dying(fine_model):
         np.testing.assert_array_equal(
             backend.propagate(states, controls, durations), fine_model.propagate(states, controls, durations)
         )
+
+
+def test_process_backend_times_out_on_a_hung_worker_instead_of_waiting_forever(fine_model):
+    states, controls, durations = random_inputs(fine_model, 3, seed=9)
+    with ProcessBackend(SCENE, fine_model.settings, workers=1, timeout=0.5) as backend:
+        worker = backend._pool[0]
+        send = worker.connection.send
+
+        def send_then_freeze(message):
+            send(message)
+            os.kill(worker.process.pid, signal.SIGSTOP)  # alive but never answers
+
+        worker.connection.send = send_then_freeze
+        with pytest.raises(WorkerError, match="timeout"):
+            backend.propagate(states, controls, durations)
+        np.testing.assert_array_equal(  # the frozen worker was killed and is replaced
+            backend.propagate(states, controls, durations), fine_model.propagate(states, controls, durations)
+        )

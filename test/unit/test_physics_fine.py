@@ -155,7 +155,11 @@ def test_free_pusher_tracks_the_commanded_velocity(fine_model):
     np.testing.assert_array_equal(end[layout.object_poses], [-0.15, 0.0, 0.0])  # untouched object rests
 
 
-def test_pusher_keeps_its_speed_while_pushing_and_a_central_push_does_not_turn(fine_model):
+@pytest.mark.parametrize(("collider", "symmetry_tolerance"), [("cylinder", 1e-4), ("capsule", 1e-9)])
+def test_pusher_keeps_its_speed_while_pushing_and_a_central_push_does_not_turn(collider, symmetry_tolerance):
+    """The analytic capsule collider keeps a central push exactly symmetric; MuJoCo's general
+    convex collider (cylinders) drifts by micrometres (a 3 cm offset turns it by > 0.05 rad)."""
+    fine_model = FineModel(one_cylinder_scene(), FineSettings(pusher_collider=collider, object_collider=collider))
     layout = fine_model.layout
     start = state(layout, (-0.25, 0.0), (-0.15, 0.0, 0.0))  # gap 0.1 - 0.0657 = 0.0343 m
     end = fine_model.propagate(start, np.array([[0.05, 0.0]]), [2.0])[0]
@@ -165,7 +169,7 @@ def test_pusher_keeps_its_speed_while_pushing_and_a_central_push_does_not_turn(f
     # pushed 0.1 - 0.0343 = 0.0657 m; it stays ahead of the pusher, touching it (soft contact)
     assert x == pytest.approx(-0.15 + 0.0657, abs=2e-3)
     assert x - end[0] == pytest.approx(0.0657, abs=1e-3)
-    assert abs(y) < 1e-9 and abs(yaw) < 1e-9
+    assert abs(y) < symmetry_tolerance and abs(yaw) < 10 * symmetry_tolerance
 
 
 @pytest.mark.parametrize("offset", [0.03, -0.03])

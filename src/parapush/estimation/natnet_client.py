@@ -123,7 +123,9 @@ class NatNetClientSettings:
         if isinstance(self.requested_version, str):
             object.__setattr__(self, "requested_version", NatNetVersion.parse(self.requested_version))
         if not isinstance(self.server_address, str) or not self.server_address:
-            raise ValueError(f"server_address must be a host name or IPv4 address, got {self.server_address!r}")
+            raise ValueError(
+                f"server_address must be a host name or IPv4 address, got {self.server_address!r}"
+            )
         try:
             ipaddress.IPv4Address(self.local_address)
         except ValueError:
@@ -132,7 +134,9 @@ class NatNetClientSettings:
             try:
                 group = ipaddress.IPv4Address(self.multicast_group)
             except ValueError:
-                raise ValueError(f"multicast_group must be an IPv4 address, got {self.multicast_group!r}") from None
+                raise ValueError(
+                    f"multicast_group must be an IPv4 address, got {self.multicast_group!r}"
+                ) from None
             if not group.is_multicast:
                 raise ValueError(f"multicast_group must be a multicast address (224.0.0.0/4), got {group}")
         if not 1 <= self.command_port <= 65535:
@@ -208,7 +212,9 @@ class NatNetClient:
             frame; keep it short. Exceptions it raises are caught, counted and logged.
     """
 
-    def __init__(self, settings: NatNetClientSettings | None = None, *, on_frame: FrameCallback | None = None):
+    def __init__(
+        self, settings: NatNetClientSettings | None = None, *, on_frame: FrameCallback | None = None
+    ):
         self._settings = settings if settings is not None else NatNetClientSettings()
         self._on_frame = on_frame
         self._lock = threading.Lock()
@@ -272,12 +278,13 @@ class NatNetClient:
         """Send DISCONNECT (unicast), stop the receive thread and close the sockets (idempotent)."""
         thread = self._thread
         if thread is not None:
-            if not self._settings.multicast and self._connected:
-                self._send(Disconnect())
             self._stop.set()
             thread.join(timeout_s)
             if thread.is_alive():
                 raise RuntimeError(f"NatNetClient receive thread did not stop within {timeout_s} s")
+            # after the thread (no keep-alive can follow and re-subscribe us)
+            if not self._settings.multicast and self.connected:
+                self._send(Disconnect())
         self._thread = None
         for sock in (self._command_socket, self._data_socket):
             if sock is not None:
@@ -341,7 +348,9 @@ class NatNetClient:
         """
         info = self.server_info
         if info is None or info.high_resolution_clock_frequency <= 0:
-            raise RuntimeError("the server's high-resolution clock frequency is unknown (no NatNet 3.0+ SERVERINFO)")
+            raise RuntimeError(
+                "the server's high-resolution clock frequency is unknown (no NatNet 3.0+ SERVERINFO)"
+            )
         return frame_latency_s(frame, info.high_resolution_clock_frequency)
 
     def wait_for_server(self, timeout_s: float) -> ServerInfo:
@@ -354,7 +363,9 @@ class NatNetClient:
         with self._changed:
             while not self._connected:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0.0 or self._thread is None:
+                if self._thread is None:
+                    raise RuntimeError("NatNetClient is not started (use start() or a with block)")
+                if remaining <= 0.0:
                     raise NatNetTimeoutError(
                         f"no NatNet server answered CONNECT at {self._settings.server_address}:"
                         f"{self._settings.command_port} within {timeout_s} s"
@@ -370,7 +381,9 @@ class NatNetClient:
         """
         deadline = time.monotonic() + timeout_s
         with self._changed:
-            while self._latest is None or (newer_than is not None and self._latest.frame.frame_number == newer_than):
+            while self._latest is None or (
+                newer_than is not None and self._latest.frame.frame_number == newer_than
+            ):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0.0:
                     raise NatNetTimeoutError(f"no new NatNet frame within {timeout_s} s")
@@ -495,7 +508,9 @@ class NatNetClient:
         except OSError as exc:
             sock.close()
             self._data_endpoint = (group, port)  # do not retry the same failing endpoint every poll
-            _LOG.error("NatNetClient cannot join multicast %s:%d on %s: %s", group, port, settings.local_address, exc)
+            _LOG.error(
+                "NatNetClient cannot join multicast %s:%d on %s: %s", group, port, settings.local_address, exc
+            )
             return
         self._data_socket = sock
         self._data_endpoint = (group, port)
@@ -550,6 +565,7 @@ class NatNetClient:
                     return
                 self._model_definitions = message
                 self._modeldef_generation += 1
+                self._last_alive_s = receive_time
                 self._changed.notify_all()
         elif isinstance(message, MessageString):
             _LOG.info("NatNet server message: %s", message.text)
@@ -560,6 +576,8 @@ class NatNetClient:
                 self._count("ignored_packets")
 
     def _handle_server_info(self, info: ServerInfo, receive_time: float) -> None:
+        if self._data_socket is None:
+            self._data_endpoint = None  # retry a multicast join that failed earlier
         with self._changed:
             if self._connected:
                 self._count("unsolicited_packets")

@@ -201,10 +201,10 @@ class SafetyFilter:
         _finite("command_period_s", command_period_s)
         if command_period_s <= 0:
             raise ValueError(f"command_period_s: expected > 0, got {command_period_s!r}")
-        if command_period_s > limits.command_timeout_s:
+        if 2.0 * command_period_s > limits.command_timeout_s:
             raise ValueError(
-                f"command_period_s: {command_period_s} s exceeds command_timeout_s "
-                f"({limits.command_timeout_s} s): every command would count as a gap"
+                f"command_period_s: {command_period_s} s is more than half of command_timeout_s "
+                f"({limits.command_timeout_s} s): timer jitter would count as a command gap"
             )
         self._limits = limits
         self._period = float(command_period_s)
@@ -293,7 +293,7 @@ class SafetyFilter:
                 self._emit(now, 0.0, 0.0)
                 return SafeVelocity(_velocity_array(0.0, 0.0), tuple(stops), stopped=True)
             vx, vy = self._limit_speed(vx, vy, actions)
-            bounds = self._workspace_bounds(now, actions)
+            bounds = self._workspace_bounds(now, (vx, vy), actions)
             target = (_clamp(vx, bounds[0]), _clamp(vy, bounds[1]))
             if abs(target[0] - vx) + abs(target[1] - vy) > 1e-12:
                 actions.append(
@@ -423,9 +423,14 @@ class SafetyFilter:
         return vx * scale, vy * scale
 
     def _workspace_bounds(
-        self, now: float, actions: list[SafetyAction]
+        self, now: float, target: tuple[float, float], actions: list[SafetyAction]
     ) -> tuple[tuple[float, float], tuple[float, float]]:
-        """Per axis (lowest, highest) allowed velocity component, m/s."""
+        """Per axis (lowest, highest) allowed velocity component, m/s.
+
+        Only the bounds that can act on the target or the previous command are computed (the
+        others are left infinite): a bound towards a wall matters only for components moving
+        towards it.
+        """
         estimate = self._estimate
         assert estimate is not None
         shift_x, shift_y = self._displacement_since(estimate.stamp_s, now)
@@ -437,11 +442,15 @@ class SafetyFilter:
         for axis, (low_wall, high_wall, name) in enumerate(
             ((limits.x_min_m, limits.x_max_m, "x"), (limits.y_min_m, limits.y_max_m, "y"))
         ):
+            towards_high = target[axis] > 0.0 or self._previous[axis] > 0.0
+            towards_low = target[axis] < 0.0 or self._previous[axis] < 0.0
             highest, lowest = math.inf, -math.inf
             for position in positions:
                 coordinate = position[axis]
-                highest = min(highest, self._envelope(high_wall - coordinate))
-                lowest = max(lowest, -self._envelope(coordinate - low_wall))
+                if towards_high:
+                    highest = min(highest, self._envelope(high_wall - coordinate))
+                if towards_low:
+                    lowest = max(lowest, -self._envelope(coordinate - low_wall))
                 if not low_wall <= coordinate <= high_wall:
                     side = "below" if coordinate < low_wall else "above"
                     wall = low_wall if coordinate < low_wall else high_wall

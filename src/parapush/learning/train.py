@@ -269,7 +269,7 @@ def train_network(
             "epochs_run": len(history),
             "best_epoch": best_epoch,
             "seconds": round(time.perf_counter() - started, 1),
-            "torch_version": torch.__version__,
+            "torch_version": str(torch.__version__),
         },
         "validation": {key: value for key, value in best.items() if key.startswith("validation_")},
         "history": history,

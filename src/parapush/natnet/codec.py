@@ -35,7 +35,14 @@ from parapush.natnet.models import ModelDefinitions
 from parapush.natnet.version import NatNetVersion
 from parapush.natnet.wire import PayloadReader, PayloadWriter
 
-__all__ = ["HEADER_BYTES", "MAX_PAYLOAD_BYTES", "Message", "decode_message", "encode_message", "peek_message_id"]
+__all__ = [
+    "HEADER_BYTES",
+    "MAX_PAYLOAD_BYTES",
+    "Message",
+    "decode_message",
+    "encode_message",
+    "peek_message_id",
+]
 
 Message = Union[  # noqa: UP007 (runtime alias, Python 3.10 compatible)
     Connect,
@@ -119,7 +126,8 @@ def decode_message(datagram: bytes, *, version: NatNetVersion | None) -> Message
     available = len(datagram) - HEADER_BYTES
     if declared > available:
         raise NatNetDecodeError(
-            f"{message_id.name}: truncated datagram, header declares {declared} payload bytes, {available} present"
+            f"{message_id.name}: truncated datagram, header declares {declared} payload bytes, "
+            f"{available} present"
         )
     payload = bytes(datagram[HEADER_BYTES : HEADER_BYTES + declared])
     return _decode_payload(message_id, payload, version)
@@ -129,12 +137,16 @@ def _encode_payload(message: Message, version: NatNetVersion | None) -> tuple[Me
     if isinstance(message, MocapFrame):
         return MessageId.FRAMEOFDATA, encode_frame_payload(message, _need_version(version, "FRAMEOFDATA"))
     if isinstance(message, ModelDefinitions):
-        return MessageId.MODELDEF, encode_model_definitions_payload(message, _need_version(version, "MODELDEF"))
+        return MessageId.MODELDEF, encode_model_definitions_payload(
+            message, _need_version(version, "MODELDEF")
+        )
     if isinstance(message, Connect):
         payload = bytearray(_CONNECT_PAYLOAD_BYTES)
         payload[0:4] = b"Ping"
         if message.requested_version is not None:
-            payload[_CONNECT_VERSION_OFFSET : _CONNECT_VERSION_OFFSET + 4] = message.requested_version.as_bytes()
+            payload[_CONNECT_VERSION_OFFSET : _CONNECT_VERSION_OFFSET + 4] = (
+                message.requested_version.as_bytes()
+            )
         return MessageId.CONNECT, bytes(payload)
     if isinstance(message, ServerInfo):
         return MessageId.SERVERINFO, _encode_server_info(message)

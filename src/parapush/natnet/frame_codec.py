@@ -179,7 +179,9 @@ def _read_rigid_body(reader: PayloadReader, field: str) -> RigidBody:
     )
 
 
-def _read_block(reader: PayloadReader, version: NatNetVersion, block: str, read_item, min_item_bytes: int) -> None:
+def _read_block(
+    reader: PayloadReader, version: NatNetVersion, block: str, read_item, min_item_bytes: int
+) -> None:
     """Read one block: count, [4.1+ byte size], then ``count`` items through ``read_item``."""
     count = reader.count(f"{block} count", min_item_size=min_item_bytes)
     if not version.has_block_byte_sizes:

@@ -87,7 +87,9 @@ def frame_latency_s(frame: MocapFrame, high_resolution_clock_frequency: int) -> 
             stamps (both zero, as NatNet < 3.0 servers send), or transmit precedes mid-exposure.
     """
     if high_resolution_clock_frequency <= 0:
-        raise ValueError(f"high_resolution_clock_frequency must be > 0 ticks/s, got {high_resolution_clock_frequency}")
+        raise ValueError(
+            f"high_resolution_clock_frequency must be > 0 ticks/s, got {high_resolution_clock_frequency}"
+        )
     if frame.mid_exposure_ticks == 0 and frame.transmit_ticks == 0:
         raise ValueError(f"frame {frame.frame_number} carries no high-resolution timestamps")
     ticks = frame.transmit_ticks - frame.mid_exposure_ticks

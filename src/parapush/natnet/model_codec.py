@@ -122,7 +122,9 @@ def _read_rigid_body(reader: PayloadReader, version: NatNetVersion, field: str) 
     body_id = reader.int32(f"{field} id")
     parent_id = reader.int32(f"{field} parent id")
     offset = reader.vec3(f"{field} offset")
-    orientation = reader.vec4(f"{field} orientation") if version.has_description_orientation else (0.0, 0.0, 0.0, 1.0)
+    orientation = (
+        reader.vec4(f"{field} orientation") if version.has_description_orientation else (0.0, 0.0, 0.0, 1.0)
+    )
     per_marker_bytes = 12 + 4 + (1 if version.has_marker_names else 0)
     marker_count = reader.count(f"{field} marker count", min_item_size=per_marker_bytes)
     positions = [reader.vec3(f"{field} marker {i} position") for i in range(marker_count)]

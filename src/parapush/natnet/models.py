@@ -21,7 +21,15 @@ class DescriptionType:
     ASSET = 6
 
     NAMES: Mapping[int, str] = MappingProxyType(
-        {0: "marker set", 1: "rigid body", 2: "skeleton", 3: "force plate", 4: "device", 5: "camera", 6: "asset"}
+        {
+            0: "marker set",
+            1: "rigid body",
+            2: "skeleton",
+            3: "force plate",
+            4: "device",
+            5: "camera",
+            6: "asset",
+        }
     )
 
 
@@ -66,7 +74,9 @@ class RigidBodyDescription:
         if len(self.offset) != 3:
             raise ValueError(f"RigidBodyDescription.offset must have 3 components, got {len(self.offset)}")
         if len(self.orientation) != 4:
-            raise ValueError(f"RigidBodyDescription.orientation must have 4 components, got {len(self.orientation)}")
+            raise ValueError(
+                f"RigidBodyDescription.orientation must have 4 components, got {len(self.orientation)}"
+            )
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ the field and the byte offset, so no ``struct.error`` or ``IndexError`` can leav
 from __future__ import annotations
 
 import math
+import numbers
 import struct
 
 from parapush.natnet.errors import NatNetDecodeError
@@ -45,7 +46,9 @@ class PayloadReader:
 
     def error(self, what: str) -> NatNetDecodeError:
         """A decode error for this message at the current offset."""
-        return NatNetDecodeError(f"{self._message}: {what} (at payload byte {self.offset} of {len(self._payload)})")
+        return NatNetDecodeError(
+            f"{self._message}: {what} (at payload byte {self.offset} of {len(self._payload)})"
+        )
 
     def require(self, size: int, field: str) -> None:
         """Raise unless ``size`` more bytes are available for ``field``."""
@@ -105,7 +108,8 @@ class PayloadReader:
             raise self.error(f"{field} is negative ({value})")
         if value * min_item_size > self.remaining:
             raise self.error(
-                f"truncated: {field} = {value} needs at least {value * min_item_size} bytes, {self.remaining} left"
+                f"truncated: {field} = {value} needs at least {value * min_item_size} bytes, "
+                f"{self.remaining} left"
             )
         return value
 
@@ -166,33 +170,28 @@ class PayloadWriter:
             raise ValueError(f"{field} = {values!r} does not fit: {exc}") from None
 
     def int16(self, value: int, field: str) -> None:
-        _check_int(value, -(2**15), 2**15 - 1, field)
-        self._pack(_INT16, field, value)
+        self._pack(_INT16, field, _checked_int(value, -(2**15), 2**15 - 1, field))
 
     def uint16(self, value: int, field: str) -> None:
-        _check_int(value, 0, 2**16 - 1, field)
-        self._pack(_UINT16, field, value)
+        self._pack(_UINT16, field, _checked_int(value, 0, 2**16 - 1, field))
 
     def int32(self, value: int, field: str) -> None:
-        _check_int(value, -(2**31), 2**31 - 1, field)
-        self._pack(_INT32, field, value)
+        self._pack(_INT32, field, _checked_int(value, -(2**31), 2**31 - 1, field))
 
     def uint32(self, value: int, field: str) -> None:
-        _check_int(value, 0, 2**32 - 1, field)
-        self._pack(_UINT32, field, value)
+        self._pack(_UINT32, field, _checked_int(value, 0, 2**32 - 1, field))
 
     def uint64(self, value: int, field: str) -> None:
-        _check_int(value, 0, 2**64 - 1, field)
-        self._pack(_UINT64, field, value)
+        self._pack(_UINT64, field, _checked_int(value, 0, 2**64 - 1, field))
 
     def float32(self, value: float, field: str) -> None:
-        _check_float32(value, field)
-        self._pack(_FLOAT32, field, value)
+        self._pack(_FLOAT32, field, _checked_float32(value, field))
 
     def float64(self, value: float, field: str) -> None:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        number = _checked_real(value, field)
+        if not math.isfinite(number):
             raise ValueError(f"{field} must be a finite float, got {value!r}")
-        self._pack(_FLOAT64, field, value)
+        self._pack(_FLOAT64, field, number)
 
     def floats(self, values, count: int, field: str) -> None:
         values = tuple(values)
@@ -218,21 +217,31 @@ class PayloadWriter:
         return b"".join(self._parts)
 
 
-def _check_int(value: int, low: int, high: int, field: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
+def _checked_int(value, low: int, high: int, field: str) -> int:
+    """``value`` as an int (numpy integers accepted) if it lies in [low, high]."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise ValueError(f"{field} must be an int, got {type(value).__name__} {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"{field} must be in {low}..{high}, got {value}")
+    number = int(value)
+    if not low <= number <= high:
+        raise ValueError(f"{field} must be in {low}..{high}, got {number}")
+    return number
+
+
+def _checked_real(value, field: str) -> float:
+    """``value`` as a float (numpy floats accepted); bools and non-numbers are refused."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ValueError(f"{field} must be a float, got {type(value).__name__} {value!r}")
+    return float(value)
 
 
 _FLOAT32_MAX = 3.4028234663852886e38
 
 
-def _check_float32(value: float, field: str) -> None:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise ValueError(f"{field} must be a float, got {type(value).__name__} {value!r}")
-    if math.isfinite(value) and abs(value) > _FLOAT32_MAX:
-        raise ValueError(f"{field} = {value} overflows float32")
+def _checked_float32(value, field: str) -> float:
+    number = _checked_real(value, field)
+    if math.isfinite(number) and abs(number) > _FLOAT32_MAX:
+        raise ValueError(f"{field} = {number} overflows float32")
+    return number
 
 
 def _encode_text(text: str, field: str) -> bytes:

@@ -14,6 +14,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from parareal_pushing.srv import PredictTrajectory
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, sequences_from_msgs, trajectory_to_msg
@@ -34,13 +35,18 @@ from parapush.prediction import (
 )
 from parapush.scene import SceneError, load_scene
 
+SERVICE_QOS = QoSProfile(depth=256, reliability=ReliabilityPolicy.RELIABLE)
+"""QoS of the service (and the right one for clients that send bursts of requests)."""
+
+_FINE_DEFAULTS = FineSettings()  # the fine model's measured defaults (bench/fine_model_defaults.py)
+
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     ParameterSpec("backend", "threads", "fine-model execution backend", choices=BACKENDS),
     ParameterSpec("workers", 0, "fine workers (threads or processes); 0: one per CPU core", minimum=0, maximum=256),
-    ParameterSpec("integrator", "euler", "MuJoCo integrator of the fine model", choices=INTEGRATORS),
-    ParameterSpec("timestep", 0.001, "fine-model time step, s", minimum=1e-5, maximum=0.01),
-    ParameterSpec("pusher_collider", "capsule", "pusher contact geometry", choices=COLLIDERS),
+    ParameterSpec("integrator", _FINE_DEFAULTS.integrator, "MuJoCo integrator of the fine model", choices=INTEGRATORS),
+    ParameterSpec("timestep", _FINE_DEFAULTS.timestep, "fine-model time step, s", minimum=1e-5, maximum=0.01),
+    ParameterSpec("pusher_collider", _FINE_DEFAULTS.pusher_collider, "pusher contact geometry", choices=COLLIDERS),
     ParameterSpec("coarse_model", "analytical", "default coarse model", choices=COARSE_MODELS),
     ParameterSpec("learned_weights", "", "learned coarse model weights (.npz); empty: the shipped ones"),
     ParameterSpec("default_iterations", 1, "Parareal iterations K when a request gives none", minimum=0, maximum=64),
@@ -97,8 +103,10 @@ class PredictionServiceNode(Node):
             raise ParameterError(f"parameter {error}") from None
         self.limits = settings.limits
         self.engine = PredictionEngine(self.scene, settings)
+        # Deep history: with the default depth of 10, a burst of concurrent requests loses answers.
         self._service = self.create_service(
-            PredictTrajectory, "predict_trajectory", self._handle, callback_group=ReentrantCallbackGroup()
+            PredictTrajectory, "predict_trajectory", self._handle, qos_profile=SERVICE_QOS,
+            callback_group=ReentrantCallbackGroup(),
         )
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._timer = self.create_timer(
@@ -170,6 +178,7 @@ class PredictionServiceNode(Node):
         response.update_position = [float(v) for v in outcome.update_position]
         response.update_angle = [float(v) for v in outcome.update_angle]
         response.stop_reason = outcome.stop_reason
+        response.schedule = outcome.schedule
         response.time_coarse = outcome.time_coarse
         response.time_fine = outcome.time_fine
         response.time_correction = outcome.time_correction

@@ -14,6 +14,7 @@ import numpy as np
 from parareal_pushing.srv import PredictTrajectory
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
 from parapush.planning.predictive_model import check_prediction_arguments
@@ -62,7 +63,9 @@ class ServicePrediction:
         self.deadline = deadline
         self.coarse_model = coarse_model
         self.timeout = timeout
-        self._client = node.create_client(PredictTrajectory, service, callback_group=ReentrantCallbackGroup())
+        self._client = node.create_client(
+            PredictTrajectory, service, qos_profile=QoSProfile(depth=64), callback_group=ReentrantCallbackGroup()
+        )
         self.last_response: PredictTrajectory.Response | None = None
 
     def configured(self, *, model: str, iterations: int | None) -> ServicePrediction:

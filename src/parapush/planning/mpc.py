@@ -215,7 +215,11 @@ class MpcLoop:
 
     # -- cancellation ---------------------------------------------------------------------
     def cancel(self) -> None:
-        """Ask the running task to stop (thread-safe); it ends with CANCELED."""
+        """Ask the running task to stop (thread-safe); it ends with CANCELED.
+
+        :meth:`run` clears the request when it starts; a request that may arrive before
+        the run starts (an action goal's cancel) is better passed as ``should_cancel``.
+        """
         self._cancel.set()
 
     @property

@@ -34,6 +34,7 @@ import enum
 import ipaddress
 import logging
 import math
+import numbers
 import random
 import select
 import socket
@@ -100,7 +101,11 @@ class BodySample:
     mean_error: float = 0.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, int) or isinstance(self.id, bool) or not -(2**31) <= self.id < 2**31:
+        if (
+            not isinstance(self.id, numbers.Integral)
+            or isinstance(self.id, bool)
+            or not -(2**31) <= self.id < 2**31
+        ):
             raise ValueError(f"BodySample.id must be an int32, got {self.id!r}")
         if not isinstance(self.name, str):
             raise ValueError(f"BodySample.name must be a str, got {type(self.name).__name__}")
@@ -108,7 +113,8 @@ class BodySample:
             raise ValueError(f"BodySample.position must have 3 components (m), got {len(self.position)}")
         if len(self.orientation) != 4:
             raise ValueError(
-                f"BodySample.orientation must be a quaternion (qx, qy, qz, qw), got {len(self.orientation)} values"
+                "BodySample.orientation must be a quaternion (qx, qy, qz, qw), "
+                f"got {len(self.orientation)} values"
             )
         values = (*self.position, *self.orientation, self.mean_error)
         if self.tracking_valid and not all(math.isfinite(float(v)) for v in values):
@@ -182,7 +188,9 @@ class MocapServerSettings:
         if isinstance(self.natnet_version, str):
             object.__setattr__(self, "natnet_version", NatNetVersion.parse(self.natnet_version))
         if not isinstance(self.natnet_version, NatNetVersion):
-            raise ValueError(f"natnet_version must be a NatNetVersion or 'major.minor', got {self.natnet_version!r}")
+            raise ValueError(
+                f"natnet_version must be a NatNetVersion or 'major.minor', got {self.natnet_version!r}"
+            )
         if self.natnet_version.major_minor not in {v.major_minor for v in SUPPORTED_VERSIONS}:
             supported = ", ".join(f"{v.major}.{v.minor}" for v in SUPPORTED_VERSIONS)
             raise ValueError(f"natnet_version must be one of {supported}, got {self.natnet_version}")
@@ -193,7 +201,9 @@ class MocapServerSettings:
         try:
             group = ipaddress.IPv4Address(self.multicast_group)
         except ValueError:
-            raise ValueError(f"multicast_group must be an IPv4 address, got {self.multicast_group!r}") from None
+            raise ValueError(
+                f"multicast_group must be an IPv4 address, got {self.multicast_group!r}"
+            ) from None
         if not group.is_multicast:
             raise ValueError(f"multicast_group must be a multicast address (224.0.0.0/4), got {group}")
         if not 0 <= self.command_port <= 65535:
@@ -207,7 +217,9 @@ class MocapServerSettings:
         if not (math.isfinite(self.rate_hz) and 0.0 < self.rate_hz <= 10_000.0):
             raise ValueError(f"rate_hz must be in (0, 10000] Hz, got {self.rate_hz}")
         if len(self.application_version) != 4 or not all(0 <= v <= 255 for v in self.application_version):
-            raise ValueError(f"application_version must be 4 ints in 0..255, got {self.application_version!r}")
+            raise ValueError(
+                f"application_version must be 4 ints in 0..255, got {self.application_version!r}"
+            )
         if len(self.application_name.encode("utf-8")) > 255:
             raise ValueError("application_name must encode to at most 255 UTF-8 bytes")
         if not 1 <= self.high_resolution_clock_frequency < 2**63:
@@ -442,7 +454,12 @@ class MocapServer:
     # ----------------------------------------------------------------- fault injection
 
     def untrack(
-        self, body_id: int, *, duration_s: float, mode: UntrackMode = UntrackMode.INVALID, delay_s: float = 0.0
+        self,
+        body_id: int,
+        *,
+        duration_s: float,
+        mode: UntrackMode = UntrackMode.INVALID,
+        delay_s: float = 0.0,
     ) -> None:
         """Make body ``body_id`` untracked from ``delay_s`` s from now for ``duration_s`` s.
 
@@ -559,14 +576,24 @@ class MocapServer:
             if mode is UntrackMode.OMIT:
                 continue
             if mode is UntrackMode.INVALID:
-                position, orientation = self._last_tracked_pose.get(sample.id, ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
-                bodies.append(RigidBody(sample.id, position, orientation, 0.0, False))
+                position, orientation = self._last_tracked_pose.get(
+                    sample.id, ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+                )
+                bodies.append(RigidBody(int(sample.id), position, orientation, 0.0, False))
                 continue
             position = tuple(float(v) for v in sample.position)
             orientation = tuple(float(v) for v in sample.orientation)
             if sample.tracking_valid:
                 self._last_tracked_pose[sample.id] = (position, orientation)
-            bodies.append(RigidBody(sample.id, position, orientation, float(sample.mean_error), sample.tracking_valid))
+            bodies.append(
+                RigidBody(
+                    int(sample.id),
+                    position,
+                    orientation,
+                    float(sample.mean_error),
+                    bool(sample.tracking_valid),
+                )
+            )
         frame_number = self._next_frame_number
         self._next_frame_number = (frame_number + 1) % 2**31
         return MocapFrame(
@@ -657,7 +684,10 @@ class MocapServer:
             self._counters.commands_received += 1
         version = self._settings.natnet_version
         if isinstance(message, Connect):
-            if message.requested_version is not None and message.requested_version.major_minor != version.major_minor:
+            if (
+                message.requested_version is not None
+                and message.requested_version.major_minor != version.major_minor
+            ):
                 _LOG.info(
                     "client %s requested NatNet %s; this server speaks %s only",
                     address,

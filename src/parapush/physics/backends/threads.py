@@ -21,6 +21,8 @@ from parapush.physics.fine import FineModel
 from parapush.physics.propagator import check_batch
 
 ENGINES = ("rollout", "batch")
+ROLLOUT_BUFFER_BYTES = 64 * 2**20
+"""Bound on the per-step trajectory ``mujoco.rollout`` writes; larger batches are split."""
 
 
 def default_workers() -> int:
@@ -95,6 +97,18 @@ class ThreadBackend:
         return model.from_physics_state(physics)
 
     def _run_rollout(self, physics: np.ndarray, controls: np.ndarray, steps: int) -> np.ndarray:
+        """Rollout in calls of at most ROLLOUT_BUFFER_BYTES of recorded trajectory."""
+        per_row = steps * physics.shape[1] * physics.itemsize
+        rows_per_call = max(self.workers, ROLLOUT_BUFFER_BYTES // per_row)
+        if physics.shape[0] <= rows_per_call:
+            return self._run_rollout_call(physics, controls, steps)
+        parts = []
+        for start in range(0, physics.shape[0], rows_per_call):
+            rows = slice(start, start + rows_per_call)
+            parts.append(self._run_rollout_call(physics[rows], controls[rows], steps))
+        return np.concatenate(parts)
+
+    def _run_rollout_call(self, physics: np.ndarray, controls: np.ndarray, steps: int) -> np.ndarray:
         count, size = physics.shape
         needed = count * steps * size
         if self._trajectory.size < needed:  # grow-only buffer: rollout writes every step's state

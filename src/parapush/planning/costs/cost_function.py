@@ -2,12 +2,12 @@
 
     J(x_{0:N}, u_{0:N-1}) = sum_terms weight_term * term(x_{0:N}, u_{0:N-1})
 
-The running terms (obstacle proximity, smoothness, off-table, non-target objects) sum
-over the horizon inside each term; the goal distance is the terminal term whose weight
-is the paper's w. Built from the ``costs`` mapping of ``config/planner.yaml``::
+The running terms (obstacle proximity, smoothness, off-table, non-target objects,
+pusher-target distance) sum over the horizon inside each term; the goal distance is the
+terminal term whose weight is the paper's w. Built from the ``costs`` mapping of ``config/planner.yaml``::
 
     costs:
-      goal_distance: {weight: 100.0, outside_slope: 0.05}
+      goal_distance: {weight: 1.0, outside_slope: 0.05}
       smoothness: {weight: 1.0}
 
 Only the listed terms are used; unknown term or parameter names are errors naming them.

@@ -1,0 +1,88 @@
+"""One-step errors of the learned vs the analytical coarse model on held-out fine-model pushes.
+
+The held-out pushes come from ``python -m parapush.learning.dataset`` with a seed other
+than the training seed (``--data``), or are generated here (``--samples``, ``--seed``).
+For each slider count k = 1..4 both models predict every push; errors are pooled over
+sliders (all sliders, and the sliders the fine model moved > 1 mm); see
+:mod:`parapush.learning.evaluation`. This is the table of the model card.
+
+    python bench/learned_one_step.py --data heldout.npz [--weights model.npz]
+
+Writes bench/results/learned_one_step.{json,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from parapush.learning.coarse_learned import LearnedCoarseModel, shipped_weights_path
+from parapush.learning.dataset import DatasetConfig, generate_dataset, load_dataset
+from parapush.learning.evaluation import evaluate_one_step
+from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+from parareal_common import format_table, write_results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=None, help="held-out dataset (.npz)")
+    parser.add_argument("--samples", type=int, default=2000, help="pushes to generate when --data is not given")
+    parser.add_argument("--seed", type=int, default=20261122, help="seed when generating")
+    parser.add_argument("--weights", type=Path, default=None, help="learned weights (default: shipped)")
+    args = parser.parse_args(argv)
+    if args.data is not None:
+        dataset = load_dataset(args.data)
+    else:
+        dataset = generate_dataset(DatasetConfig(samples=args.samples, seed=args.seed))
+    weights = args.weights or shipped_weights_path()
+    meta = dataset.metadata
+
+    results = []
+    for slider_count in range(1, dataset.geometry.max_sliders + 1):
+        if dataset.scene_rows(slider_count).size == 0:
+            continue
+        results.append(evaluate_one_step(lambda scene: LearnedCoarseModel(scene, weights), "learned", dataset,
+                                         slider_count))
+        results.append(evaluate_one_step(AnalyticalCoarseModel, "analytical", dataset, slider_count))
+
+    print(f"held-out pushes: {len(dataset)} (seed {meta['seed']}), planned contact "
+          f"{meta['planned_contact_fraction']:.2f}, weights {weights}")
+    headers = ["sliders", "model", "pushes", "moved", "all: mean mm", "all: rms mm", "all: yaw deg",
+               "moved: mean mm", "moved: median mm", "moved: p90 mm", "moved: yaw deg", "us/push"]
+    rows = [[r.slider_count, r.model, r.pushes, r.moved_sliders, r.position_mean_mm, r.position_rms_mm,
+             r.yaw_mean_deg, r.moved_position_mean_mm, r.moved_position_median_mm, r.moved_position_p90_mm,
+             r.moved_yaw_mean_deg, 1e6 * r.seconds_per_push] for r in results]
+    print(format_table(headers, rows))
+
+    figure = Figure(figsize=(11, 4), layout="constrained")
+    axes = figure.subplots(1, 2)
+    counts = sorted({r.slider_count for r in results})
+    for offset, model in ((-0.2, "learned"), (0.2, "analytical")):
+        chosen = [r for r in results if r.model == model]
+        axes[0].bar(np.array(counts) + offset, [r.moved_position_mean_mm for r in chosen], width=0.4, label=model)
+        axes[1].bar(np.array(counts) + offset, [r.moved_yaw_mean_deg for r in chosen], width=0.4, label=model)
+    axes[0].set_ylabel("mean position error of moved sliders, mm")
+    axes[1].set_ylabel("mean yaw error of moved sliders, deg")
+    for axis in axes:
+        axis.set_xlabel("sliders in the scene")
+        axis.set_xticks(counts)
+        axis.legend()
+    figure.suptitle(f"One-step (single control) errors against MuJoCo on {len(dataset)} held-out pushes")
+    json_path, png_path = write_results(
+        "learned_one_step",
+        {"weights": str(weights), "dataset": {key: meta[key] for key in
+                                              ("seed", "samples", "slider_counts", "planned_contact_fraction",
+                                               "fine_contact_fraction") if key in meta},
+         "results": [r.to_dict() for r in results]},
+        figure,
+    )
+    print(f"wrote {json_path} and {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

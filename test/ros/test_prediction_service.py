@@ -261,7 +261,7 @@ def test_a_killed_worker_process_is_replaced_and_the_request_answered(ros_contex
     node, client = start_service(ros_context, spinning, backend="processes", workers=2)
     try:
         backend = node.engine.backend
-        pids = backend.worker_pids()
+        pids = backend.worker_pids
         assert len(pids) == 2
         request = valid_request(sequences=6, model="fine")
         future = client.call_async(request)
@@ -281,7 +281,7 @@ def test_a_killed_worker_process_is_replaced_and_the_request_answered(ros_contex
                                               trajectory_from_msg(want, SCENE)[:, :2])
         else:
             assert "worker" in response.message
-        assert pids[0] not in backend.worker_pids()
+        assert pids[0] not in backend.worker_pids
         after = call(client, valid_request(sequences=2))
         assert after.success, after.message
         assert node.engine.statistics().worker_restarts >= 1

@@ -67,6 +67,20 @@ def test_finds_the_known_optimum_from_a_bad_start_with_the_isrr_settings(seed) -
     assert set(result.cost_terms) == {"goal_distance", "smoothness"}
 
 
+def test_the_cost_weighted_update_speeds_up_convergence() -> None:
+    """Keeping the best sample alone (a (1 + S) random search) also converges, but slower:
+    after 30 iterations it is still ~0.07 m/s away (measured with the update removed or
+    reversed), the weighted update is within ~0.01 m/s."""
+    scene, cost = quadratic_problem()
+    optimum = known_optimum()
+    errors = []
+    for seed in range(5):
+        optimizer = StochasticTrajectoryOptimizer(OptimizerSettings(max_iterations=30, seed=seed))
+        result = optimizer.optimize(initial_state(scene), BAD_START, glued_model(scene), cost)
+        errors.append(np.abs(result.controls - optimum).max())
+    assert np.median(errors) < 0.02
+
+
 def test_precision_follows_the_exploration_variance() -> None:
     scene, cost = quadratic_problem(goal_weight=10.0)
     optimum = known_optimum(goal_weight=10.0)

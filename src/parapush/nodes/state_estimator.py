@@ -487,11 +487,15 @@ class StateEstimatorNode(Node):
     def current_snapshot(self) -> tuple[SceneSnapshot, float]:
         """(the snapshot to publish, restamped on the ROS clock; time.monotonic() it was taken at)."""
         tracker = self._tracker
-        ros_now = self.get_clock().now().nanoseconds * 1e-9
         now = time.monotonic()
+        ros_now = self.get_clock().now().nanoseconds * 1e-9
         if tracker is None:
             return unknown_snapshot(self.scene, ros_now), now
-        snapshot, now = _call_now(tracker.snapshot, now)
+        snapshot, taken = _call_now(tracker.snapshot, now)
+        if taken != now:  # retried: the clock pair again
+            now = taken
+            ros_now = self.get_clock().now().nanoseconds * 1e-9
+        # monotonic -> ROS time: the snapshot's age, subtracted from the ROS clock now.
         return publishable_snapshot(snapshot, ros_now - (now - snapshot.stamp)), now
 
     def _publish_state(self) -> None:

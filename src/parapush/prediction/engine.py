@@ -326,7 +326,7 @@ class PredictionEngine:
                 mean_iterations=iterations,
                 workers=int(self.backend.workers),
                 backend=self.settings.backend,
-                worker_restarts=int(getattr(self.backend, "restarts", 0)),
+                worker_restarts=int(getattr(self.backend, "replaced_workers", 0))  # process backend only,
             )
 
     def close(self) -> None:

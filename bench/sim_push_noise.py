@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "distance_m": args.distance,
         "speed_m_s": args.speed,
         "settle_s": args.settle,
+        "physics": dataclasses.asdict(WorldSettings().physics),
         "real_world": {"translation_std_mm": REAL_TRANSLATION_STD_MM, "rotation_std_deg": REAL_ROTATION_STD_DEG},
         "results": [{key: value for key, value in row.items() if key != "paths"} for row in rows],
     }

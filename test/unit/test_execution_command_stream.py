@@ -73,7 +73,10 @@ def test_start_time_delays_the_sequence():
     stream = CommandStream(CommandStreamSettings(rate_hz=10.0), clock=clock)
     stream.enqueue([PlanarControl(0.1, 0.0, 0.3)], start_time_s=clock.now_s + 0.2)
     phases = [sample.phase for sample in tick(stream, clock, 7, 0.1)]
-    assert phases == [StreamPhase.WAITING] * 2 + [StreamPhase.ACTIVE] * 3 + [StreamPhase.STOP, StreamPhase.IDLE]
+    assert phases == [StreamPhase.WAITING] * 2 + [StreamPhase.ACTIVE] * 3 + [
+        StreamPhase.STOP,
+        StreamPhase.IDLE,
+    ]
 
 
 def test_enqueue_appends_after_the_active_control():

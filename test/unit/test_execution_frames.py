@@ -60,7 +60,9 @@ def test_inverse_round_trip():
 def test_rotations_preserve_norms():
     transform = RigidTransform.from_quaternion(quaternion_xyzw=[0.1, -0.3, 0.2, 0.9], translation=[0, 0, 0])
     vectors = np.random.default_rng(4).normal(size=(20, 3))
-    np.testing.assert_allclose(np.linalg.norm(transform.rotate(vectors), axis=1), np.linalg.norm(vectors, axis=1))
+    np.testing.assert_allclose(
+        np.linalg.norm(transform.rotate(vectors), axis=1), np.linalg.norm(vectors, axis=1)
+    )
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,9 @@ def test_acceleration_is_rate_limited_from_rest():
     np.testing.assert_allclose(second.velocity, [0.02, 0.0])
 
 
-@pytest.mark.parametrize(("position", "desired", "axis"), [((0.29, 0.0), (0.2, 0.0), 0), ((0.0, -0.199), (0.0, -0.2), 1)])
+@pytest.mark.parametrize(
+    ("position", "desired", "axis"), [((0.29, 0.0), (0.2, 0.0), 0), ((0.0, -0.199), (0.0, -0.2), 1)]
+)
 def test_approaching_a_wall_slows_down_and_stops_inside(position, desired, axis):
     safety = ready_filter(position)
     now, pusher = 10.0, np.array(position, dtype=float)
@@ -95,7 +97,9 @@ def test_outside_the_workspace_only_motion_back_inside_is_allowed():
     outward = safety.filter([0.1, 0.0], now_s=10.0)
     assert outward.velocity[0] == 0.0
     assert SafetyReason.OUTSIDE_WORKSPACE in outward.reasons
-    message = next(action.message for action in outward.actions if action.reason is SafetyReason.OUTSIDE_WORKSPACE)
+    message = next(
+        action.message for action in outward.actions if action.reason is SafetyReason.OUTSIDE_WORKSPACE
+    )
     assert "x = 0.3500 m is above the workspace limit 0.3 m" in message
     inward = safety.filter([-0.1, 0.0], now_s=10.01)
     assert inward.velocity[0] < 0.0
@@ -212,7 +216,9 @@ def test_latency_compensation_uses_the_commands_since_the_stamp():
     assert output.velocity[0] == pytest.approx(0.5)
     frozen = pusher.copy()
     safety.update_pusher(frozen, stamp_s=now)
-    frozen_envelope = max_speed_within(limits.x_max_m - frozen[0], deceleration_m_s2=axis_deceleration, period_s=PERIOD)
+    frozen_envelope = max_speed_within(
+        limits.x_max_m - frozen[0], deceleration_m_s2=axis_deceleration, period_s=PERIOD
+    )
     assert frozen_envelope > 0.5  # without compensation: full speed
     for _ in range(9):  # 90 ms without a new estimate
         position_before = pusher[0]
@@ -250,8 +256,8 @@ def test_braking_envelope_hand_checked(deceleration, period):
     assert braking_distance(3 * quantum, deceleration_m_s2=deceleration, period_s=period) == pytest.approx(
         deceleration * period**2 * 6
     )
-    assert max_speed_within(deceleration * period**2 * 6, deceleration_m_s2=deceleration, period_s=period) == (
-        pytest.approx(3 * quantum)
-    )
+    assert max_speed_within(
+        deceleration * period**2 * 6, deceleration_m_s2=deceleration, period_s=period
+    ) == (pytest.approx(3 * quantum))
     assert max_speed_within(0.0, deceleration_m_s2=deceleration, period_s=period) == 0.0
     assert braking_distance(-1.0, deceleration_m_s2=deceleration, period_s=period) == 0.0

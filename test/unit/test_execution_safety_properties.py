@@ -58,7 +58,9 @@ def assert_speed(velocity: np.ndarray, limits: SafetyLimits) -> None:
     assert math.hypot(*velocity) <= limits.max_speed_m_s * (1 + RELATIVE), velocity
 
 
-def assert_acceleration(velocity: np.ndarray, previous: np.ndarray, limits: SafetyLimits, period: float) -> None:
+def assert_acceleration(
+    velocity: np.ndarray, previous: np.ndarray, limits: SafetyLimits, period: float
+) -> None:
     change = math.hypot(*(velocity - previous))
     assert change <= limits.max_acceleration_m_s2 * period * (1 + RELATIVE) + 1e-15, (velocity, previous)
 
@@ -73,7 +75,11 @@ def assert_workspace(position: np.ndarray, velocity: np.ndarray, limits: SafetyL
         elif position[axis] < low[axis]:
             assert velocity[axis] >= 0.0, (position, velocity)
         else:
-            assert low[axis] - ABSOLUTE_M <= after[axis] <= high[axis] + ABSOLUTE_M, (position, velocity, after)
+            assert low[axis] - ABSOLUTE_M <= after[axis] <= high[axis] + ABSOLUTE_M, (
+                position,
+                velocity,
+                after,
+            )
 
 
 # -- 1. arbitrary states: estimates jump, go stale, come from the future, vanish --------------------
@@ -185,7 +191,9 @@ def test_closed_loop_respects_every_limit_at_every_step(limits, rate_hz, start, 
     delay_fraction=st.floats(0.0, 0.9),
     segments=st.lists(segment, min_size=1, max_size=8),
 )
-def test_delayed_estimates_keep_the_true_pusher_inside(limits, rate_hz, start, every, delay_fraction, segments):
+def test_delayed_estimates_keep_the_true_pusher_inside(
+    limits, rate_hz, start, every, delay_fraction, segments
+):
     period = 1.0 / rate_hz
     safety = SafetyFilter(limits, command_period_s=period)
     low, high = box(limits)
@@ -267,11 +275,15 @@ def test_stale_state_gives_zero(limits, rate_hz, warmup, failure, lateness, desi
 )
 def test_braking_envelope_is_the_largest_safe_speed(distance, deceleration, period):
     speed = max_speed_within(distance, deceleration_m_s2=deceleration, period_s=period)
-    assert braking_distance(speed, deceleration_m_s2=deceleration, period_s=period) <= distance * (1 + RELATIVE)
+    assert braking_distance(speed, deceleration_m_s2=deceleration, period_s=period) <= distance * (
+        1 + RELATIVE
+    )
     assert speed * period <= distance * (1 + RELATIVE)
     if distance > 0:
         faster = speed * (1 + 1e-6) + 1e-12
         assert braking_distance(faster, deceleration_m_s2=deceleration, period_s=period) > distance
     # one period later, one deceleration step less is safe again (the invariant the filter relies on)
-    later = braking_distance(max(0.0, speed - deceleration * period), deceleration_m_s2=deceleration, period_s=period)
+    later = braking_distance(
+        max(0.0, speed - deceleration * period), deceleration_m_s2=deceleration, period_s=period
+    )
     assert later <= max(0.0, distance - speed * period) * (1 + RELATIVE) + 1e-15

@@ -273,7 +273,11 @@ def test_parse_endpoint_errors(address, words):
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"request_timeout_s": 0}, "request_timeout_s"), ({"retries": -1}, "retries"), ({"poll_period_s": -1}, "poll")],
+    [
+        ({"request_timeout_s": 0}, "request_timeout_s"),
+        ({"retries": -1}, "retries"),
+        ({"poll_period_s": -1}, "poll"),
+    ],
 )
 def test_driver_settings_validation(kwargs, field):
     with pytest.raises(ValueError, match=field):

@@ -92,7 +92,11 @@ def test_fc23_writes_then_reads_in_one_transaction(start_emulator):
     try:
         activate(client)
         response = client.readwrite_registers(
-            read_address=2000, read_count=3, write_address=1000, values=[0x0900, 120, 0xFF10], device_id=DEVICE
+            read_address=2000,
+            read_count=3,
+            write_address=1000,
+            values=[0x0900, 120, 0xFF10],
+            device_id=DEVICE,
         )
         assert not response.isError()
         status = GripperStatus.from_registers(response.registers)

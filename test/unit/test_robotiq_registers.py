@@ -37,7 +37,7 @@ def test_auto_release_bits():
 
 
 def test_status_decoding_hand_checked():
-    # 0xF9 = 0b11_11_1_00_1: gOBJ 3, gSTA 3, gGTO 1, gACT 1; fault 0x0E with kFLT 0x2; gPR 100; gPO 101, gCU 25.
+    # 0xF9 = 0b11_11_1_00_1: gOBJ 3, gSTA 3, gGTO 1, gACT 1; fault 0x0E, kFLT 0x2; gPR 100; gPO 101, gCU 25.
     status = GripperStatus.from_registers([0xF900, 0x2E64, 0x6519])
     assert status.activated and status.go_to
     assert status.activation is ActivationStatus.ACTIVE
@@ -52,7 +52,10 @@ def test_status_flags():
     moving = GripperStatus(activated=True, go_to=True, activation=ActivationStatus.ACTIVE)
     assert moving.is_moving and not moving.object_detected
     holding = GripperStatus(
-        activated=True, go_to=True, activation=ActivationStatus.ACTIVE, object_status=ObjectStatus.CONTACT_CLOSING
+        activated=True,
+        go_to=True,
+        activation=ActivationStatus.ACTIVE,
+        object_status=ObjectStatus.CONTACT_CLOSING,
     )
     assert holding.object_detected and not holding.is_moving
     activating = GripperStatus(activated=True, activation=ActivationStatus.ACTIVATING)
@@ -94,8 +97,12 @@ def test_command_round_trip(activate, go_to, auto_release, direction, position, 
     st.integers(0, 255),
     st.integers(0, 255),
 )
-def test_status_round_trip(activated, go_to, activation, objects, fault, controller, requested, position, current):
-    status = GripperStatus(activated, go_to, activation, objects, fault, controller, requested, position, current)
+def test_status_round_trip(
+    activated, go_to, activation, objects, fault, controller, requested, position, current
+):
+    status = GripperStatus(
+        activated, go_to, activation, objects, fault, controller, requested, position, current
+    )
     assert GripperStatus.from_registers(status.to_registers()) == status
 
 

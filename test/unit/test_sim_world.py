@@ -342,6 +342,21 @@ def test_world_settings_errors_name_the_field():
     assert parsed.real_time_factor == 3.0 and parsed.arm.max_speed == 0.2
 
 
+def test_a_failing_world_thread_is_reported(monkeypatch):
+    world = SimWorld(one_object_scene(), WorldSettings(real_time_factor=1.0))
+
+    def broken() -> None:
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(world, "_advance_one", broken)
+    with world:
+        deadline = time.monotonic() + 2.0
+        while world.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not world.running
+    assert "solver exploded" in world.status().error
+
+
 def test_a_diverging_simulation_is_reported():
     world = SimWorld(one_object_scene())
     world._data.qvel[0] = math.nan  # a blown-up solver

@@ -280,7 +280,7 @@ class StochasticTrajectoryOptimizer:
             if improved:
                 weights = sample_weights(costs, settings.sensitivity)
                 step = np.einsum("k,knc->nc", weights, perturbations)
-                current = current
+                current = clip_to_speed(current + settings.step_size * step, settings.max_speed)
             else:
                 current = best_controls.copy()
 

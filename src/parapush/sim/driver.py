@@ -509,8 +509,9 @@ class SimDriver:
         self.stop()
 
     def reset(self, *, seed: int | None = None) -> None:
-        """Reset the world to the scene's initial state (see :meth:`SimWorld.reset`); with
-        ``coupling: gripper`` the pusher is held again only once the fingers close on it."""
+        """Reset the world to the scene's initial state (see :meth:`SimWorld.reset`). The end
+        effector is put back at the pusher; with ``coupling: gripper`` the pusher is held again
+        as soon as the coupling sees the fingers closed on it (the gripper is not reset)."""
         running = self.world.running
         if running:
             self.world.stop()

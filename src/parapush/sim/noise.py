@@ -127,8 +127,8 @@ class PushNoiseSettings:
 
     enabled: bool = True
     table_friction_spread: float = 0.05
-    pusher_friction_spread: float = 0.25
-    friction_centre_offset_std: float = 0.0023
+    pusher_friction_spread: float = 0.39
+    friction_centre_offset_std: float = 0.0014
     max_offset_fraction: float = 0.5
     new_push_gap: float = 0.25
 

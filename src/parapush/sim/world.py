@@ -35,6 +35,7 @@ Thread safety: every public method may be called from any thread.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time as wall_clock
@@ -54,6 +55,8 @@ from parapush.sim.arm import ArmSettings, CommandOutcome, EndEffectorTwist, SimA
 from parapush.sim.noise import ObjectContactSample, PushNoise, PushNoiseSettings
 
 __all__ = ["BodyPose", "SimWorld", "WorldDivergedError", "WorldSettings", "WorldSettingsError", "WorldStatus"]
+
+_LOG = logging.getLogger(__name__)
 
 PUSHER_BODY = "pusher"
 """Name of the pusher in :meth:`SimWorld.body_poses`."""
@@ -433,6 +436,14 @@ class SimWorld:
             return float(self._data.time)
 
     def _run(self) -> None:
+        try:
+            self._step_in_real_time()
+        except Exception as error:  # the thread must not die silently: report it in status()
+            _LOG.exception("the world thread failed")
+            with self._lock:
+                self._error = f"the world thread failed: {error!r}"
+
+    def _step_in_real_time(self) -> None:
         rate = self.settings.real_time_factor
         timestep = self._timestep
         largest_batch = max(1, round(self.settings.tick * rate / timestep) * 4)

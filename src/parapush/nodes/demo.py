@@ -1,0 +1,226 @@
+"""The main demo: the whole stack against the simulated driver on one pushing task.
+
+Starts the graph's ``sim`` profile (simulated driver, state estimator, prediction service,
+MPC, executor) as child processes, waits until it is up, sends the ``PushObject`` goal of
+the scene (its target and goal region), prints progress, and writes a run folder:
+
+* ``recording.mcap`` — the topics (scene state, controls, plans, arm twists, diagnostics),
+  ROS 2 CDR in MCAP, readable by Foxglove;
+* ``run.png`` — the object and pusher paths over the table with the goal region;
+* ``metrics.json`` — outcome, controls, planning/execution/total times, final distance;
+* ``logs/<node>.log`` — each node's output.
+
+    python -m parapush.nodes.demo [--scene clutter_fig1.yaml] [--out runs/NAME]
+
+Exit status: 0 when the target reached the goal, 1 when the task failed, 2 when the
+stack did not come up or did not answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import TwistStamped
+from parareal_pushing.action import PushObject
+from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
+from rclpy.action import ActionClient
+from rclpy.executors import MultiThreadedExecutor
+
+from parapush.graph import DEFAULT_SCENE, resolve_scene_path
+from parapush.nodes.bringup import Bringup, parse_overrides
+from parapush.nodes.conversions import MessageError, msg_to_snapshot, trajectory_from_msg
+from parapush.nodes.recorder import McapRecorder
+from parapush.reporting.run_plot import plot_run
+from parapush.scene import load_scene
+
+OUTCOME_NAMES = {
+    value: name.removeprefix("OUTCOME_")
+    for name, value in vars(PushObject.Result).items()
+    if name.startswith("OUTCOME_") and isinstance(value, int)
+}
+RECORDED_TOPICS = {
+    "/scene_state": SceneState,
+    "/sim/true_state": SceneState,
+    "/controls": ControlSequence,
+    "/planned_trajectory": PredictedTrajectory,
+    "/servo_node/delta_twist_cmds": TwistStamped,
+    "/diagnostics": DiagnosticArray,
+}
+
+
+class DemoError(RuntimeError):
+    """The stack did not come up or did not answer in time."""
+
+
+class Observer:
+    """Keeps the observed (and true) scene states and the last plan, for the plot and metrics."""
+
+    def __init__(self, node, scene) -> None:
+        self.scene = scene
+        self.lock = threading.Lock()
+        self.observed: list[np.ndarray] = []
+        self.true_states: list[np.ndarray] = []
+        self.last_plan: np.ndarray | None = None
+        node.create_subscription(SceneState, "/scene_state", lambda m: self._keep(m, self.observed), 50)
+        node.create_subscription(SceneState, "/sim/true_state", lambda m: self._keep(m, self.true_states), 50)
+        node.create_subscription(PredictedTrajectory, "/planned_trajectory", self._plan, 10)
+
+    def _keep(self, message: SceneState, into: list) -> None:
+        try:
+            state = msg_to_snapshot(message, self.scene).state
+        except MessageError:
+            return
+        with self.lock:
+            into.append(state)
+
+    def _plan(self, message: PredictedTrajectory) -> None:
+        with self.lock:
+            self.last_plan = trajectory_from_msg(message, self.scene)
+
+    def states(self) -> np.ndarray:
+        with self.lock:
+            chosen = self.true_states or self.observed
+            return np.array(chosen) if chosen else np.empty((0, self.scene.layout.dimension))
+
+
+def _wait(future, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if time.monotonic() > deadline:
+            raise DemoError(f"no answer from {what} within {timeout:.0f} s")
+        time.sleep(0.02)
+    return future.result()
+
+
+def run_demo(options: argparse.Namespace) -> int:
+    scene_path = resolve_scene_path(options.scene)
+    scene = load_scene(scene_path)
+    if scene.goal is None:
+        raise DemoError(f"scene {scene_path} has no goal region")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out = Path(options.out or f"runs/{scene.name}-{stamp}").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    overrides = parse_overrides(options.param)
+    if options.model:
+        overrides.setdefault("mpc", {})["model"] = options.model
+    if options.iterations is not None:
+        overrides.setdefault("mpc", {})["iterations"] = options.iterations
+    print(f"[demo] scene '{scene.name}': push '{scene.target}' into the goal at {scene.goal.center} "
+          f"(r = {scene.goal.radius} m) among {len(scene.objects) - 1} other object(s); run folder {out}")
+    started = time.monotonic()
+    bringup = Bringup("sim", str(scene_path), overrides, out / "logs")
+    bringup.start()
+    rclpy.init()
+    node = rclpy.create_node("demo")
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    recorder = McapRecorder(node, out / "recording.mcap", RECORDED_TOPICS)
+    observer = Observer(node, scene)
+    spinner.start()
+    result = None
+    status = 2
+    metrics: dict = {"scene": scene.name, "scene_file": str(scene_path), "target": scene.target,
+                     "goal": {"center": list(scene.goal.center), "radius": scene.goal.radius}}
+    try:
+        client = ActionClient(node, PushObject, "/push_object")
+        deadline = time.monotonic() + options.startup_timeout
+        while not client.wait_for_server(timeout_sec=0.5):
+            failed = bringup.failed()
+            if failed:
+                raise DemoError(f"node(s) exited during start-up: {failed} (see {out / 'logs'})")
+            if time.monotonic() > deadline:
+                raise DemoError(f"the push_object action did not come up within {options.startup_timeout:.0f} s")
+        while not observer.observed:
+            if time.monotonic() > deadline:
+                raise DemoError("no scene_state from the state estimator (is the mocap stream up?)")
+            time.sleep(0.1)
+        print(f"[demo] stack up in {time.monotonic() - started:.1f} s; sending the goal", flush=True)
+        goal = PushObject.Goal(target_object=scene.target, goal_x=float(scene.goal.center[0]),
+                               goal_y=float(scene.goal.center[1]), goal_radius=float(scene.goal.radius),
+                               max_controls=options.max_controls)
+
+        def on_feedback(message) -> None:
+            feedback = message.feedback
+            print(f"[demo] step {feedback.step + 1:2d}: distance to goal {feedback.distance_to_goal * 100:5.1f} cm, "
+                  f"cost {feedback.cost:9.4f}, planned in {feedback.planning_time:5.2f} s, control "
+                  f"({feedback.control.vx * 1000:+5.1f}, {feedback.control.vy * 1000:+5.1f}) mm/s "
+                  f"for {feedback.control.duration:.2f} s", flush=True)
+
+        handle = _wait(client.send_goal_async(goal, feedback_callback=on_feedback), 30, "push_object (goal)")
+        if not handle.accepted:
+            raise DemoError("the push_object goal was rejected")
+        remaining = max(10.0, options.timeout - (time.monotonic() - started))
+        try:
+            result = _wait(handle.get_result_async(), remaining, "push_object (result)").result
+        except DemoError:
+            _wait(handle.cancel_goal_async(), 10, "push_object (cancel)")
+            raise
+        outcome = OUTCOME_NAMES.get(result.outcome, str(result.outcome))
+        status = 0 if result.success else 1
+        print(f"[demo] outcome: {outcome}{'' if result.success else ' - ' + result.failure_reason}; "
+              f"{result.controls_executed} controls, final distance {result.final_distance * 100:.1f} cm, "
+              f"planning {result.planning_time:.1f} s, execution {result.execution_time:.1f} s, "
+              f"task {result.total_time:.1f} s", flush=True)
+        metrics.update(
+            outcome=outcome, success=bool(result.success), failure_reason=result.failure_reason,
+            controls_executed=int(result.controls_executed), optimizer_iterations=int(result.optimizer_iterations),
+            planning_time_s=result.planning_time, execution_time_s=result.execution_time,
+            task_time_s=result.total_time, final_distance_m=result.final_distance,
+        )
+    except DemoError as error:
+        print(f"[demo] error: {error}", file=sys.stderr, flush=True)
+        metrics.update(outcome="STACK_ERROR", success=False, failure_reason=str(error))
+    finally:
+        time.sleep(0.3)  # the last states and diagnostics reach the recorder
+        recorder.close()
+        codes = bringup.stop()
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.shutdown()
+        metrics["wall_time_s"] = time.monotonic() - started
+        metrics["node_exit_codes"] = codes
+        metrics["recorded_messages"] = recorder.counts
+        states = observer.states()
+        if len(states):
+            title = f"{scene.name}: {metrics.get('outcome', '?')}"
+            plot_run(scene, states, out / "run.png", title=title, planned=observer.last_plan)
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=float) + "\n")
+        unclean = {name: code for name, code in codes.items() if code not in (0, -2)}
+        print(f"[demo] nodes stopped {'cleanly' if not unclean else 'with errors: ' + str(unclean)}; "
+              f"wrote {out / 'recording.mcap'}, {out / 'run.png'}, {out / 'metrics.json'} "
+              f"in {metrics['wall_time_s']:.1f} s", flush=True)
+    return status
+
+
+def main(args=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scene", default=DEFAULT_SCENE, help="scene YAML path or name in config/scenes/")
+    parser.add_argument("--out", default=None, help="run folder (default runs/<scene>-<time>)")
+    parser.add_argument("--model", choices=("coarse", "parareal", "fine"), default=None,
+                        help="predictive model (default: config/planner.yaml)")
+    parser.add_argument("--iterations", type=int, default=None, help="Parareal iterations K")
+    parser.add_argument("--max-controls", type=int, default=0, help="0: the MPC node's default (20)")
+    parser.add_argument("--timeout", type=float, default=170.0, help="s for the whole run")
+    parser.add_argument("--startup-timeout", type=float, default=60.0, help="s for the stack to come up")
+    parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME=VALUE",
+                        help="parameter override for one node (repeatable)")
+    options = parser.parse_args(args)
+    try:
+        return run_demo(options)
+    except (DemoError, FileNotFoundError) as error:
+        print(f"[demo] error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Reports of runs and benchmarks (plots), ROS-free."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -50,8 +50,18 @@ class NodeEntry:
 
 @dataclass(frozen=True)
 class NodeGraph:
+    """The nodes, and per profile a parameter file applied to every node after its own.
+
+    Attributes:
+        nodes: the nodes.
+        config_dir: directory the parameter files are in.
+        profile_parameters: {profile: file name}: a ROS 2 parameter file with one section per
+            node that the profile configures differently (e.g. the simulated devices' ports).
+    """
+
     nodes: tuple[NodeEntry, ...]
     config_dir: Path
+    profile_parameters: dict[str, str] = field(default_factory=dict)
 
     def for_profile(self, profile: str) -> tuple[NodeEntry, ...]:
         if profile not in PROFILES:
@@ -60,6 +70,13 @@ class NodeGraph:
 
     def parameters_path(self, node: NodeEntry) -> Path:
         return self.config_dir / node.parameters
+
+    def parameter_files(self, node: NodeEntry, profile: str) -> list[Path]:
+        """The node's parameter files in the order they apply (later files win)."""
+        files = [self.parameters_path(node)]
+        if profile in self.profile_parameters:
+            files.append(self.config_dir / self.profile_parameters[profile])
+        return files
 
     def node(self, name: str) -> NodeEntry:
         for node in self.nodes:
@@ -100,7 +117,13 @@ def load_graph(path: str | Path | None = None) -> NodeGraph:
     names = [node.name for node in nodes]
     if len(set(names)) != len(names):
         raise GraphError(f"{path}: duplicate node names in {names}")
-    return NodeGraph(nodes=tuple(nodes), config_dir=path.parent)
+    unknown = sorted(set(data) - {"nodes", "profile_parameters"})
+    if unknown:
+        raise GraphError(f"{path}: unknown field(s) {unknown}")
+    profile_parameters = data.get("profile_parameters") or {}
+    if not isinstance(profile_parameters, Mapping) or not set(profile_parameters) <= set(PROFILES):
+        raise GraphError(f"{path}: profile_parameters: expected a mapping from {PROFILES} to file names")
+    return NodeGraph(nodes=tuple(nodes), config_dir=path.parent, profile_parameters=dict(profile_parameters))
 
 
 def resolve_scene_path(scene_file: str) -> Path:

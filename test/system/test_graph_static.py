@@ -53,6 +53,21 @@ def test_parameter_file_keys_are_declared(entry):
         defaults[key].validate(value)  # raises naming the parameter if the file's value is invalid
 
 
+@pytest.mark.parametrize("profile", sorted(GRAPH.profile_parameters))
+def test_profile_parameter_files_only_set_declared_parameters(profile):
+    path = GRAPH.config_dir / GRAPH.profile_parameters[profile]
+    assert path.is_file(), f"{path} does not exist"
+    data = yaml.safe_load(path.read_text())
+    nodes = {entry.name: entry for entry in GRAPH.for_profile(profile)}
+    assert set(data) <= set(nodes), f"{path}: sections for nodes not in profile {profile!r}: {set(data) - set(nodes)}"
+    for name, section in data.items():
+        module = importlib.import_module(f"parapush.nodes.{nodes[name].executable}")
+        specs = {spec.name: spec for spec in module.PARAMETERS}
+        for key, value in _flatten(section["ros__parameters"]).items():
+            assert key in specs, f"{path}: {name}.{key} is not declared by {nodes[name].executable}"
+            specs[key].validate(value)
+
+
 def _flatten(mapping, prefix=""):
     flat = {}
     for key, value in mapping.items():

@@ -72,12 +72,11 @@ class Bringup:
 
     def command(self, entry: NodeEntry) -> list[str]:
         """The command line that runs ``entry``, exactly as a launch file would configure it."""
-        command = [
-            sys.executable, "-m", f"parapush.nodes.{entry.executable}",
-            "--ros-args", "-r", f"__node:={entry.name}",
-            "--params-file", str(self.graph.parameters_path(entry)),
-            "-p", f"scene_file:={self.scene_path}",
-        ]
+        command = [sys.executable, "-m", f"parapush.nodes.{entry.executable}"]
+        command += ["--ros-args", "-r", f"__node:={entry.name}"]
+        for path in self.graph.parameter_files(entry, self.profile):
+            command += ["--params-file", str(path)]
+        command += ["-p", f"scene_file:={self.scene_path}"]
         for name, value in self.overrides.get(entry.name, {}).items():
             command += ["-p", f"{name}:={_parameter_text(value)}"]
         return command

@@ -37,7 +37,7 @@ def generate_graph_launch_description(profile: str) -> LaunchDescription:
                 name=entry.name,
                 output="screen",
                 emulate_tty=True,
-                parameters=[str(graph.parameters_path(entry)), overrides],
+                parameters=[*(str(path) for path in graph.parameter_files(entry, profile)), overrides],
                 arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
             )
         )

@@ -103,14 +103,16 @@ def _from_mapping(cls: type, data: Any, where: str) -> Any:
 class PushNoiseSettings:
     """Magnitude of the per-push contact variation (see the module docstring).
 
-    Calibrated defaults (``bench/sim_push_noise.py``): 50 repeated 150 mm pushes at 20 mm/s
-    of the 5.12 cm cylinder of ``clutter_fig1``, the pusher's path a quarter radius off its
-    centre, scatter by 8.2 mm / 4.3 deg (seed 0; the real-world reference is 8.10 mm /
-    4.20 deg). Separately, at these magnitudes: the table friction spread alone gives about
-    5.0 mm / 1.3 deg, the pusher friction spread alone 5.4 mm / 2.6 deg, the centre of
-    friction alone 0.8 mm / 3.1 deg. A push through the centre of a cylinder is a
-    bifurcation (the object leaves the pusher to one side or the other, as real ones do):
-    there any noise gives about 35 mm, whatever its magnitude.
+    Calibrated defaults (``bench/sim_push_noise.py``, on the fine model's default physics,
+    elliptic friction cone): repeated 150 mm pushes at 20 mm/s of the 5.12 cm cylinder of
+    ``clutter_fig1``, the pusher's path a quarter radius off its centre, scatter by 8.07 mm /
+    4.21 deg over 100 pushes (seeds 10 and 11; the real-world reference is 8.10 mm /
+    4.20 deg). Separately (100 pushes each): the pusher friction spread alone gives 8.1 mm /
+    3.4 deg, the centre of friction alone 0.95 mm / 2.0 deg, the table friction spread alone
+    0.4 mm / 0.01 deg (with isotropic Coulomb friction a quasi-static push does not depend on
+    a uniform scale of the table friction; it is kept for the sliding after contact is lost).
+    A push through the centre of a cylinder is an unstable equilibrium: larger noise makes
+    it a bifurcation (the object leaves the pusher to either side, as real ones do).
 
     Attributes:
         enabled: False gives every push the nominal scene parameters (a noiseless world).

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,7 +53,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20 segments, 2 repetitions")
     parser.add_argument("--segments", type=int, default=80)
     parser.add_argument("--workers", type=int, default=default_workers())
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     segments, repeats = (20, 2) if args.quick else (args.segments, args.repeats)
     workers = args.workers
@@ -90,14 +91,16 @@ def main() -> None:
     try:
         reference = model.propagate(states, controls, durations)
         best = {name: math.inf for name in variants}
+        best_cpu = {name: math.inf for name in variants}
         identical = {}
         for name, run in variants.items():  # warm-up: allocations, pools, first-touch pages
             identical[name] = bool(np.array_equal(run(), reference, equal_nan=True))
         for _ in range(repeats):
             for name, run in variants.items():
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 run()
                 best[name] = min(best[name], time.perf_counter() - start)
+                best_cpu[name] = min(best_cpu[name], time.process_time() - start_cpu)
     finally:
         threads_rollout.close()
         threads_batch.close()
@@ -105,26 +108,37 @@ def main() -> None:
         raw_runner.close()
 
     serial_time = best["serial (FineModel.propagate)"]
-    raw_time = best[f"raw mujoco.rollout x{workers}"]
+    raw_name = f"raw mujoco.rollout x{workers}"
     rows = []
     for name, seconds in best.items():
+        in_process = not name.startswith("processes")  # the pool's work is CPU time of its children
         rows.append({
             "backend": name, "seconds": seconds, "segments_per_s": segments / seconds,
-            "speedup_vs_serial": serial_time / seconds, "overhead_vs_raw_rollout_pct": 100 * (seconds / raw_time - 1),
+            "speedup_vs_serial": serial_time / seconds,
+            "overhead_vs_raw_rollout_pct": 100 * (seconds / best[raw_name] - 1),
+            "cpu_seconds": best_cpu[name] if in_process else None,
+            "cpu_overhead_vs_raw_rollout_pct": 100 * (best_cpu[name] / best_cpu[raw_name] - 1) if in_process else None,
             "bit_identical_to_serial": identical[name],
         })
+    load = os.getloadavg()[0]
     print(f"{segments} segments of 1 s ({steps} steps, {model.settings.integrator}, "
           f"{scene.layout.object_count} objects), {workers} workers, best of {repeats}; "
-          f"process pool start-up {spawn_time:.2f} s")
-    header = f"{'backend':<32}{'wall s':>9}{'segments/s':>12}{'vs serial':>11}{'vs raw rollout':>16}{'identical':>11}"
+          f"process pool start-up {spawn_time:.2f} s; load average {load:.1f} on {default_workers()} cores")
+    header = (f"{'backend':<32}{'wall s':>8}{'segments/s':>11}{'vs serial':>10}{'wall vs raw':>12}"
+              f"{'CPU s':>8}{'CPU vs raw':>11}{'identical':>10}")
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(f"{row['backend']:<32}{row['seconds']:>9.3f}{row['segments_per_s']:>12.1f}"
-              f"{row['speedup_vs_serial']:>10.2f}x{row['overhead_vs_raw_rollout_pct']:>+15.1f}%"
-              f"{'yes' if row['bit_identical_to_serial'] else 'NO':>11}")
+        cpu = "n/a" if row["cpu_seconds"] is None else f"{row['cpu_seconds']:.3f}"
+        cpu_overhead = "n/a" if row["cpu_seconds"] is None else f"{row['cpu_overhead_vs_raw_rollout_pct']:+.1f}%"
+        print(f"{row['backend']:<32}{row['seconds']:>8.3f}{row['segments_per_s']:>11.1f}"
+              f"{row['speedup_vs_serial']:>9.2f}x{row['overhead_vs_raw_rollout_pct']:>+11.1f}%"
+              f"{cpu:>8}{cpu_overhead:>11}{'yes' if row['bit_identical_to_serial'] else 'NO':>10}")
+    print("wall times need idle cores; CPU time (this process, all its threads) measures the wrappers'")
+    print("overhead over raw rollout regardless of other load")
     write_results(rows, {"segments": segments, "workers": workers, "repeats": repeats, "quick": args.quick,
-                         "objects": scene.layout.object_count, "process_pool_startup_s": spawn_time})
+                         "objects": scene.layout.object_count, "process_pool_startup_s": spawn_time,
+                         "load_average": load})
 
 
 def write_results(rows: list[dict], meta: dict) -> None:

@@ -230,7 +230,7 @@ def test_delayed_estimates_keep_the_true_pusher_inside(
 @given(
     limits=safety_limits(),
     rate_hz=RATES_HZ,
-    warmup=st.lists(st.tuples(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0)), max_size=25),
+    warmup=st.lists(st.tuples(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0)), max_size=10),
     failure=st.sampled_from(["stale", "future", "invalid", "nan"]),
     lateness=st.floats(1.0001, 20.0),
     desired=st.tuples(st.floats(-10.0, 10.0), st.floats(-10.0, 10.0)),

@@ -65,7 +65,7 @@ def test_activate_grasp_release(connect, transport):
     assert moved.requested_position == 60 and moved.position == 60
     assert moved.object_status is ObjectStatus.AT_POSITION
 
-    grasp = gripper.grasp_tool(expected_width_m=TOOL_WIDTH_M, timeout_s=3.0)
+    grasp = gripper.grasp_tool(expected_width_m=TOOL_WIDTH_M, speed=255, timeout_s=3.0)
     assert grasp.status.object_status is ObjectStatus.CONTACT_CLOSING
     assert grasp.width_m == pytest.approx(TOOL_WIDTH_M, abs=0.001)
     assert emulator.status().object_detected
@@ -101,11 +101,21 @@ def test_activation_clears_a_major_fault(connect):
     assert gripper.activate(timeout_s=2.0).fault == 0
 
 
+def test_activate_keeps_a_held_tool_when_the_fault_does_not_block(connect):
+    gripper, emulator = connect()
+    gripper.activate(timeout_s=2.0)
+    gripper.grasp_tool(expected_width_m=TOOL_WIDTH_M, speed=255, timeout_s=3.0)
+    emulator.inject_fault(0x09)  # minor: no communication for 1 s; reactivating would drop the tool
+    status = gripper.activate(timeout_s=2.0)
+    assert status.object_status is ObjectStatus.CONTACT_CLOSING and status.fault == 0x09
+    assert emulator.status().object_detected
+
+
 def test_grasp_without_the_tool_raises(connect):
     gripper, emulator = connect(object_width_m=None)
     gripper.activate(timeout_s=2.0)
     with pytest.raises(GraspError, match="no object detected") as caught:
-        gripper.grasp_tool(expected_width_m=TOOL_WIDTH_M, timeout_s=4.0)
+        gripper.grasp_tool(expected_width_m=TOOL_WIDTH_M, speed=255, timeout_s=4.0)
     assert caught.value.status.object_status is ObjectStatus.AT_POSITION
     assert caught.value.measured_width_m == pytest.approx(0.0)
 
@@ -167,7 +177,7 @@ def test_activation_timeout_names_the_state(connect):
     started = time.monotonic()
     with pytest.raises(GripperTimeout, match=r"activation: waiting for gSTA = 3") as caught:
         gripper.activate(timeout_s=0.3)
-    assert 0.3 <= time.monotonic() - started < 0.3 + 0.5
+    assert 0.3 <= time.monotonic() - started < 0.3 + 1.0  # bounded: no hang on pymodbus defaults
     assert caught.value.last_status.activation is ActivationStatus.ACTIVATING
     assert caught.value.timeout_s == 0.3
 
@@ -190,7 +200,7 @@ def test_a_gripper_that_stops_answering_times_out(connect, transport):
     with pytest.raises(GripperTimeout, match="waiting for the fingers to stop") as caught:
         gripper.move(200, speed=0, timeout_s=0.6)
     elapsed = time.monotonic() - started
-    assert 0.6 <= elapsed < 0.6 + DRIVER_SETTINGS.request_timeout_s + 0.4
+    assert 0.6 <= elapsed < 0.6 + DRIVER_SETTINGS.request_timeout_s + 1.0  # bounded: one request late at most
     assert isinstance(caught.value.last_error, GripperCommunicationError)
     assert "last communication error" in str(caught.value)
     assert caught.value.last_status is not None  # the statuses read before it went silent

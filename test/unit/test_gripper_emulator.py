@@ -71,7 +71,8 @@ def activate(client) -> GripperStatus:
 
 
 def test_serial_activation_and_grip_with_fc4_and_fc16(start_emulator):
-    emulator = start_emulator()
+    device = DeviceModelSettings(activation_duration_s=0.3, command_latency_s=0.0, object_width_m=0.03)
+    emulator = start_emulator(device=device)
     client = serial_client(emulator)
     try:
         assert read_status(client) == GripperStatus()
@@ -84,6 +85,19 @@ def test_serial_activation_and_grip_with_fc4_and_fc16(start_emulator):
         assert status == emulator.status()
     finally:
         client.close()
+
+
+def test_the_pty_serves_successive_clients(start_emulator):
+    emulator = start_emulator()
+    for position in (30, 70):
+        client = serial_client(emulator)
+        try:
+            if not read_status(client).is_active:
+                activate(client)
+            client.write_registers(1000, [0x0900, position, 0xFF00], device_id=DEVICE)
+            assert wait_status(client, lambda status, p=position: status.position == p).is_active
+        finally:
+            client.close()
 
 
 def test_fc23_writes_then_reads_in_one_transaction(start_emulator):

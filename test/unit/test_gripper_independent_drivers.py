@@ -122,7 +122,7 @@ def test_pyrobotiqgripper_raises_on_an_injected_major_fault(start_emulator):
 def test_pyrobotiqgripper_blocking_move_returns_before_a_latent_gripper_moves(start_emulator):
     """Why parapush.execution.gripper does not wrap pyrobotiqgripper: with a command latency its
     blocking move reads the previous move's gOBJ = 3 and returns before gPR echoes the request."""
-    emulator = start_emulator(latency_s=0.2)
+    emulator = start_emulator(latency_s=0.5)
     gripper = pyrobotiq_serial(emulator)
     try:
         call_with_limit(gripper.activate)

@@ -231,8 +231,10 @@ class RobotiqGripper:
     def activate(self, *, timeout_s: float = 5.0, reactivate: bool = False) -> GripperStatus:
         """Activate: reset (rACT = 0), wait for gSTA = 0, set rACT = 1, wait for gSTA = 3.
 
-        An already active gripper without fault is left alone unless ``reactivate``. A rising
-        edge on rACT also clears major faults.
+        An already active gripper is left alone unless ``reactivate`` or it reports a fault that
+        blocks motion (major, overtemperature, controller fault); a rising edge on rACT clears
+        major faults. The activation routine moves the fingers (to fully open here): a held tool
+        is released.
 
         Raises:
             GripperTimeout: a phase did not complete within ``timeout_s`` (overall).
@@ -242,7 +244,7 @@ class RobotiqGripper:
         _finite_positive("timeout_s", timeout_s)
         deadline = time.monotonic() + timeout_s
         current = self.status()
-        if current.is_active and current.fault_severity < FaultSeverity.MINOR and not reactivate:
+        if current.is_active and not self._blocking_fault(current) and not reactivate:
             return current
         self._write_command(GripperCommand())
         self._wait_for(
@@ -286,7 +288,7 @@ class RobotiqGripper:
         _finite_positive("timeout_s", timeout_s)
         deadline = time.monotonic() + timeout_s
         current = self.status()
-        self._raise_on_fault(current, state=f"move to {position}: before the request")
+        self._raise_on_fault(current, state=f"move to {position}: before the request", include_priority=False)
         if not current.is_active:
             raise GripperStateError(
                 f"move to {position}: the gripper is not activated; call activate()", status=current
@@ -414,13 +416,19 @@ class RobotiqGripper:
             assert last_error is not None
             raise last_error
 
+    @staticmethod
+    def _blocking_fault(status: GripperStatus) -> bool:
+        """A fault that stops the fingers: controller fault, major fault, or overtemperature."""
+        return bool(
+            status.controller_fault
+            or status.fault_severity is FaultSeverity.MAJOR
+            or status.fault == FaultCode.OVERTEMPERATURE
+        )
+
     def _raise_on_fault(self, status: GripperStatus, *, state: str, include_priority: bool = True) -> None:
-        if status.controller_fault:
+        if self._blocking_fault(status):
             raise GripperFault(state=state, status=status)
-        severity = status.fault_severity
-        if severity is FaultSeverity.MAJOR or status.fault == FaultCode.OVERTEMPERATURE:
-            raise GripperFault(state=state, status=status)
-        if include_priority and severity is FaultSeverity.PRIORITY:
+        if include_priority and status.fault_severity is FaultSeverity.PRIORITY:
             raise GripperFault(state=state, status=status)
         if status.fault == FaultCode.NO_COMMUNICATION:
             _LOGGER.warning("gripper reports 0x09 (no communication for >= 1 s) in %s; continuing", state)

@@ -112,6 +112,11 @@ PARAMETERS = (
     ParameterSpec("extra_latency", 0.0,
                   "s added to the server-reported latency (network transit); stamps are backdated by the sum",
                   minimum=0.0, maximum=0.1),
+    ParameterSpec("max_latency", 0.1, "s; a frame whose server-reported latency is longer is dropped as corrupt",
+                  minimum=0.001, maximum=10.0),
+    ParameterSpec("clock_tolerance", 0.002,
+                  "s; a frame whose timestamp and mid-exposure clock advance by more than this differently "
+                  "from the previous frame's is dropped as corrupt (0: no check)", minimum=0.0, maximum=1.0),
     ParameterSpec("stale_timeout", 0.1, "s without a valid observation after which a body is stale",
                   minimum=0.001, maximum=10.0),
     ParameterSpec("reinitialize_after", 0.5, "s of gap after which a body's velocity filter restarts",
@@ -201,6 +206,56 @@ def mocap_frame_transform(transform: TableTransform, stamp: Time, frame_id: str,
     return _transform_message(transform.mocap_frame_pose(), stamp, frame_id, mocap_frame_id)
 
 
+class FrameGate:
+    """Plausibility checks of a frame's time stamps before the tracker sees it.
+
+    NatNet has no checksum: a damaged datagram may decode into wrong numbers. Wrong stamps
+    are the most harmful (the tracker's clock map keeps a bad offset for its whole window,
+    dropping or misdating every frame meanwhile), and they can be checked, since a frame
+    carries the server's time twice (``timestamp`` in s and ``mid_exposure_ticks``) plus
+    the receive and transmit ticks. A frame is rejected (reason, see :attr:`REASONS`) when
+
+    * ``"latency"``: its stamps are out of order (mid-exposure <= data received <= transmit)
+      or its latency (transmit - mid-exposure) exceeds ``max_latency`` s;
+    * ``"clock"``: its timestamp and its mid-exposure ticks advanced by amounts differing by
+      more than ``clock_tolerance`` s since the previous frame (0 disables). The previous
+      frame is the last one checked, accepted or not, so a damaged frame costs itself and
+      the one after it, and the check recovers by itself (e.g. after a server restart).
+
+    Frames without high-resolution stamps (NatNet < 3, or no clock frequency) pass.
+    """
+
+    REASONS = ("latency", "clock")
+
+    def __init__(self, max_latency: float, clock_tolerance: float) -> None:
+        self.max_latency = float(max_latency)
+        self.clock_tolerance = float(clock_tolerance)
+        self._previous: MocapFrame | None = None
+
+    def check(self, frame: MocapFrame, frequency: int) -> tuple[str | None, float | None]:
+        """(reason to reject or None, the server-reported latency in s or None if unknown)."""
+        previous, self._previous = self._previous, frame
+        if frequency <= 0 or (frame.mid_exposure_ticks == 0 and frame.transmit_ticks == 0):
+            return None, None
+        received = frame.data_received_ticks or frame.mid_exposure_ticks
+        if not frame.mid_exposure_ticks <= received <= frame.transmit_ticks:
+            return "latency", None
+        latency = (frame.transmit_ticks - frame.mid_exposure_ticks) / frequency
+        if latency > self.max_latency:
+            return "latency", None
+        if (
+            self.clock_tolerance > 0.0
+            and previous is not None
+            and previous.mid_exposure_ticks != 0
+            and frame.timestamp > 0.0
+            and previous.timestamp > 0.0
+        ):
+            ticks_step = (frame.mid_exposure_ticks - previous.mid_exposure_ticks) / frequency
+            if not abs((frame.timestamp - previous.timestamp) - ticks_step) <= self.clock_tolerance:
+                return "clock", None
+        return None, latency
+
+
 def publishable_snapshot(snapshot: SceneSnapshot, stamp: float) -> SceneSnapshot:
     """``snapshot`` restamped, never-seen bodies' NaN replaced by 0 (they are already invalid, age inf)."""
     state = np.nan_to_num(snapshot.state, nan=0.0, posinf=0.0, neginf=0.0)
@@ -278,6 +333,9 @@ class StateEstimatorNode(Node):
         self.frame_id = values["frame_id"]
         self.stale_timeout = values["stale_timeout"]
         self._extra_latency = values["extra_latency"]
+        self._gate = FrameGate(values["max_latency"], values["clock_tolerance"])
+        self._frames_rejected = dict.fromkeys(FrameGate.REASONS, 0)
+        self._last_rejected = 0
 
         self._lock = threading.Lock()  # tracker swaps, resolution state
         self._publish_lock = threading.Lock()  # publications from the receive thread and the timers
@@ -415,15 +473,21 @@ class StateEstimatorNode(Node):
     def _on_frame(self, frame: MocapFrame, receive_time: float) -> None:
         if frame.models_changed:
             self._resolve_request.set()
+        info = self.client.server_info
+        reason, latency = self._gate.check(frame, info.high_resolution_clock_frequency if info is not None else 0)
+        if reason is not None:
+            with self._lock:
+                self._frames_rejected[reason] += 1
+            return
         tracker = self._tracker
         if tracker is None:
             with self._lock:
                 self._frames_unresolved += 1
             return
-        try:
-            latency = self.client.frame_latency_s(frame) + self._extra_latency
-        except (RuntimeError, ValueError):  # no high-resolution stamps (NatNet < 3 or a stampless server)
-            latency = self._extra_latency or None
+        if latency is not None:
+            latency += self._extra_latency
+        elif self._extra_latency > 0.0:
+            latency = self._extra_latency
         if tracker.update(frame, receive_time, latency) and self._publish_rate == 0.0:
             self._publish_state()
 
@@ -533,6 +597,7 @@ class StateEstimatorNode(Node):
             received = self._model_definitions_received
             rebuilds = self._tracker_rebuilds
             unresolved = self._frames_unresolved
+            rejected = dict(self._frames_rejected)
         published = self._published
         endpoint = f"{self.client_settings.server_address}:{self.client_settings.command_port}"
         stream = DiagnosticStatus(name=f"{name}: mocap stream", hardware_id=f"natnet://{endpoint}")
@@ -579,12 +644,16 @@ class StateEstimatorNode(Node):
             ids_from="model definitions" if resolved_ids is not None else "body_map_file",
             resolution_error=resolution_error,
             frames_unresolved=unresolved,
+            frames_rejected_latency=rejected["latency"],
+            frames_rejected_clock=rejected["clock"],
             tracker_rebuilds=rebuilds,
             published_states=published,
         )
         stream.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
         new_malformed = stats.malformed_packets - self._last_malformed
         self._last_malformed = stats.malformed_packets
+        new_rejected = sum(rejected.values()) - self._last_rejected
+        self._last_rejected = sum(rejected.values())
         if not connected:
             stream.level, stream.message = DiagnosticStatus.ERROR, f"no NatNet server answering at {endpoint}"
         elif tracker_diagnostics is None:
@@ -597,10 +666,12 @@ class StateEstimatorNode(Node):
         else:
             stream.level = DiagnosticStatus.OK
             stream.message = tracker_diagnostics.summary()
-            if tracker_diagnostics.stale_bodies or tracker_diagnostics.unknown_ids or new_malformed:
+            if tracker_diagnostics.stale_bodies or tracker_diagnostics.unknown_ids or new_malformed or new_rejected:
                 stream.level = DiagnosticStatus.WARN
             if new_malformed:
                 stream.message += f"; {new_malformed} malformed packet(s) dropped"
+            if new_rejected:
+                stream.message += f"; {new_rejected} frame(s) with implausible stamps dropped"
         statuses = [stream]
         if tracker_diagnostics is not None:
             for body in tracker_diagnostics.bodies:

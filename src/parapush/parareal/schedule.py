@@ -35,10 +35,12 @@ all B sequences at once on the P workers::
 and plain serial fine on one worker costs T_serial = B N c_f. For one trajectory
 (B = 1) sample parallelism has nothing to spread and T_sample_parallel = T_serial.
 
-``auto`` picks the schedule with the smaller predicted wall time. With B >= P the
-sample-parallel schedule already keeps every worker busy doing only necessary work, so
-Parareal (which always does at least as much fine work and adds the coarse sweeps)
-cannot win; with B < P Parareal uses the idle workers.
+``auto`` picks the schedule with the smaller predicted wall time. When B is a multiple
+of P the sample-parallel schedule keeps every worker busy doing only necessary work, so
+Parareal (at least as much fine work, plus the coarse sweeps) cannot win. With B < P,
+or a last round of sample-parallel that leaves workers idle (B = 3, P = 2: 2 rounds per
+control), Parareal can use the idle workers: for B = 1, P = 2, N = 4, K = 1 it needs
+2 c_f + 7 c_c against 4 c_f.
 """
 
 from __future__ import annotations

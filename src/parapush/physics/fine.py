@@ -66,7 +66,7 @@ class FineSettings:
             ``"capsule"`` or ``"cylinder"``. Boxes always collide as boxes.
         cone: MuJoCo friction cone, ``"elliptic"`` (isotropic Coulomb friction) or
             ``"pyramidal"`` (MuJoCo's default, used by the authors; its friction is weaker
-            for sliding diagonal to the table axes, see below).
+            for sliding diagonal to the table axes, see above).
         pusher_armature: reflected inertia of the arm added to the pusher's slide joints, kg.
         pusher_servo_ratio: timestep * kv / (pusher mass + armature) of the pusher's
             velocity servo, in (0, 2); 1 makes an explicit Euler step dead-beat.

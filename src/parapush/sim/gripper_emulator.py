@@ -174,6 +174,7 @@ class GripperEmulator:
         if self._thread is not None:
             raise GripperEmulatorError("start: the emulator is already started")
         try:
+            self._startup_error = None
             server_link = self._start_socat() if self._settings.serial else None
             self._ready.clear()
             self._thread = threading.Thread(

@@ -68,6 +68,9 @@ _DISABLED_MARGIN = -1.0e3
 """Contact margin (m) that switches an explicit contact pair off (a contact would need 1 km
 of penetration)."""
 
+_LOCK_HOLD = 0.005
+"""Longest the stepping thread holds the world's lock at a time, s (wall clock)."""
+
 _REST_SETTLE_DURATION = 0.3
 """Time the objects settle on the table when the rest heights are measured, s."""
 
@@ -321,6 +324,7 @@ class SimWorld:
         for index in range(count):
             self._collider_object[geom(f"{object_body_name(index)}_collider")] = index
         self._pusher_collider = pusher_collider
+        self._pusher_actuators = np.array([int(model.actuator(f"pusher_v{axis}").id) for axis in ("x", "y")])
         self._footprint = np.array([_footprint_radius(spec) for spec in self.scene.objects])
         self._half_heights = np.array([0.5 * spec.height for spec in self.scene.objects])
         self._check_every = max(1, round(self.settings.contact_check_interval / self._timestep))
@@ -446,7 +450,6 @@ class SimWorld:
     def _step_in_real_time(self) -> None:
         rate = self.settings.real_time_factor
         timestep = self._timestep
-        largest_batch = max(1, round(self.settings.tick * rate / timestep) * 4)
         max_lag = self.settings.max_lag
         while not self._stop_requested.is_set():
             with self._lock:
@@ -458,20 +461,26 @@ class SimWorld:
                     self._time_started = float(self._data.time)
                     self._wall_started = wall_clock.monotonic()
                     behind = 0.0
-                for _ in range(min(int(behind / timestep), largest_batch)):
+                due = int(behind / timestep)
+                done = 0
+                hold_until = wall_clock.monotonic() + _LOCK_HOLD
+                while done < due and not self._error:
                     self._advance_one()
+                    done += 1
+                    if done % 16 == 0 and wall_clock.monotonic() > hold_until:
+                        break  # let readers and commands in; continue at once
                 if self._error:
                     return
-            self._stop_requested.wait(self.settings.tick)
+            self._stop_requested.wait(self.settings.tick if done >= due else 0.0)
 
     # -- one step -----------------------------------------------------------------------------
     def _advance_one(self) -> None:
         model, data = self._model, self._data
         velocity = self.arm.advance(data.time, self._timestep)
         if self._held:
-            data.ctrl[:2] = velocity
+            data.ctrl[self._pusher_actuators] = velocity
         else:
-            data.ctrl[:2] = 0.0
+            data.ctrl[self._pusher_actuators] = 0.0
             self._end_effector += velocity * self._timestep
         mujoco.mj_step(model, data)
         self._steps += 1

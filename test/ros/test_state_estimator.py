@@ -18,12 +18,14 @@ import time
 
 import numpy as np
 import pytest
+from diagnostic_msgs.msg import DiagnosticStatus
 from test_state_estimator_support import (
     RATE_HZ,
     SCENE,
     MovingScene,
     Topics,
     all_valid,
+    frame_states,
     pose_errors,
     ros_minus_monotonic,
     start_estimator,
@@ -145,7 +147,7 @@ def test_untracked_object_is_stale_within_two_frames_of_the_timeout_and_recovers
     index = SCENE.object_index("target")
     before = len(topics.snapshot())
     server.untrack(2, duration_s=0.4, mode=mode)
-    time.sleep(0.4 + 0.8)
+    time.sleep(0.4 + 1.1)
     messages = topics.snapshot()[max(0, before - 5):]
     stamps = np.array([stamp(m) for m in messages])
     targets = [m.objects[index] for m in messages]
@@ -168,12 +170,12 @@ def test_untracked_object_is_stale_within_two_frames_of_the_timeout_and_recovers
     ages = np.array([m.objects[index].age for m in stale])
     assert np.all(np.diff(ages) > 0.0), "the age of a stale body must grow"
     lag = ages - since[first_stale:recovered]  # publication delay after the frame's exposure
-    assert np.all(lag >= -1e-4) and np.median(lag) < 0.005, lag
+    assert np.all(lag >= -1e-4) and np.median(lag) < 0.03, lag
     kept = np.array([(m.objects[index].x, m.objects[index].y, m.objects[index].vx, m.objects[index].vy)
                      for m in stale])
     assert np.all(kept[:, :2] == kept[0, :2]) and np.all(kept[:, 2:] == 0.0), "stale: last pose, zero velocity"
     # Only the target went stale: in every state published on a new frame the others are valid.
-    fresh = [m for i, m in enumerate(messages) if i == 0 or stamps[i] > stamps[i - 1]]
+    fresh = frame_states(messages)
     assert all(m.pusher.valid and all(b.valid for i, b in enumerate(m.objects) if i != index) for m in fresh)
     # Recovery: valid again at the first frame with the target, fresh age, accurate after settling.
     assert observed_in_frame(messages[recovered], index)
@@ -181,7 +183,7 @@ def test_untracked_object_is_stale_within_two_frames_of_the_timeout_and_recovers
     after = [m for m in settled(messages, stamps[recovered] + SETTLE_S) if all_valid(m)]
     errors = pose_errors(after, scene, offset)
     print(f"after recovery ({mode.value}): {errors.describe()}")
-    assert len(after) > 0.2 * RATE_HZ
+    assert len(after) >= 10
     assert errors.position_rms < 1e-3 and errors.speed_rms < 5e-3, errors.describe()
     diagnostics = node.diagnostics()
     target = next(s for s in diagnostics if s.name.endswith("body target"))
@@ -216,10 +218,12 @@ def test_malformed_packets_are_counted_and_dropped_and_states_stay_correct(strea
     assert stats.frames_lost - baseline.frames_lost >= 12  # the truncated frames are missing frame numbers
     assert stats.callback_errors == 0 and stats.last_decode_error
     messages = settled(topics.snapshot()[before:], burst_start)
-    errors = pose_errors(messages, scene, offset)
+    errors = pose_errors([m for m in messages if all_valid(m)], scene, offset)
     print(f"\nduring truncated/garbage burst: {errors.describe()}")
-    assert len(messages) >= 0.8 * 0.6 * RATE_HZ, f"{len(messages)} states during the burst"
-    assert all(all_valid(m) for m in messages)
+    delivered = stats.frames_delivered - baseline.frames_delivered
+    assert len(messages) >= 0.95 * delivered > 0.25 * RATE_HZ, f"{len(messages)} states for {delivered} frames"
+    # Published on a frame: every body valid (4 lost frames are 33 ms, within the timeout).
+    assert all(all_valid(m) for m in frame_states(messages))
     assert errors.position_rms < 1e-3 and errors.position.max() < 2e-3, errors.describe()
     assert errors.speed_rms < 5e-3, errors.describe()
     status = topics.latest_stream_status(after=len(topics.diagnostics))
@@ -232,22 +236,26 @@ def test_malformed_packets_are_counted_and_dropped_and_states_stay_correct(strea
     time.sleep(0.3)
     resumed = time.monotonic() + offset
     time.sleep(SETTLE_S + 0.6)
-    after = settled(topics.snapshot(), resumed + SETTLE_S)
+    after = frame_states(settled(topics.snapshot(), resumed + SETTLE_S))
     errors = pose_errors(after, scene, offset)
-    print(f"after garbled frames: {errors.describe()}; malformed {node.client.stats().malformed_packets}")
-    assert len(after) >= 0.8 * 0.6 * RATE_HZ
+    rejected = {pair.key: pair.value for pair in node.diagnostics()[0].values if pair.key.startswith("frames_rej")}
+    print(f"after garbled frames: {errors.describe()}; malformed {node.client.stats().malformed_packets}, "
+          f"rejected {rejected}")
+    assert len(after) >= 0.25 * RATE_HZ
     assert all(all_valid(m) for m in after)
     assert errors.position_rms < 1e-3 and errors.speed_rms < 5e-3, errors.describe()
 
     # The stream stops: states keep coming (heartbeat), every body goes stale, ages grow.
-    last_stamp = stamp(topics.snapshot()[-1])
     server.stop()
+    stopped = len(topics.snapshot())
     time.sleep(0.6)
-    tail = [m for m in topics.snapshot() if not m.pusher.valid]
+    last_stamp = max(stamp(m) for m in topics.snapshot())
+    tail = [m for m in topics.snapshot()[stopped:] if not m.pusher.valid]
     assert len(tail) >= 3, "no stale states published after the stream stopped"
     assert all(not any(b.valid for b in m.objects) for m in tail)
-    assert all(stamp(m) == pytest.approx(last_stamp, abs=1e-6) for m in tail)  # no new measurement
+    # The stamp stays the last measurement's (to the conversion's clock jitter).
+    assert all(stamp(m) == pytest.approx(last_stamp, abs=1e-4) for m in tail)
     ages = [m.pusher.age for m in tail]
     assert ages == sorted(ages) and ages[-1] > 0.3 and all(math.isfinite(a) for a in ages)
     status = node.diagnostics()[0]
-    assert status.level == b"\x02" or status.level == 2, status  # ERROR: no frames
+    assert status.level == DiagnosticStatus.ERROR and status.message.startswith("no mocap frames"), status

@@ -185,6 +185,17 @@ def all_valid(message: SceneState) -> bool:
     return message.pusher.valid and all(body.valid for body in message.objects)
 
 
+def frame_states(messages: list[SceneState]) -> list[SceneState]:
+    """The states published on a new frame (a newer stamp than the one before), without the
+    heartbeat states published during a stall of the stream."""
+    kept, previous = [], -math.inf
+    for message in messages:
+        if time_to_seconds(message.header.stamp) > previous:
+            kept.append(message)
+        previous = max(previous, time_to_seconds(message.header.stamp))
+    return kept
+
+
 def start_estimator(context, spinning, port: int, **parameters) -> StateEstimatorNode:
     values = {"command_port": port, "diagnostics_period": 0.2}
     values.update(parameters)

@@ -416,16 +416,23 @@ def _problem_kind(problem: str) -> str:
 
 
 class ThrottledLog:
-    """Per-key rate limiting of log lines: the first at once, then at most one per period with a repeat count."""
+    """Per-key rate limiting of log lines: the first at once, then at most one per period with a repeat count.
 
-    def __init__(self, period_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    Args:
+        logger: an rclpy logger (or anything with ``info``, ``warning`` and ``error``).
+        period_s: the least time between two lines of one key, s.
+    """
+
+    def __init__(self, logger, period_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._logger = logger
         self._period = period_s
         self._clock = clock
         self._lock = threading.Lock()
         self._last: dict[str, float] = {}
         self._suppressed: Counter[str] = Counter()
 
-    def __call__(self, key: str, emit: Callable[[str], None], message: str) -> bool:
+    def __call__(self, key: str, severity: str, message: str) -> bool:
+        """Log ``message`` at ``severity`` ("info", "warning" or "error") unless ``key`` was logged recently."""
         now = self._clock()
         with self._lock:
             last = self._last.get(key)
@@ -434,7 +441,14 @@ class ThrottledLog:
                 return False
             repeats = self._suppressed.pop(key, 0)
             self._last[key] = now
-        emit(message + (f" ({repeats} more since the last report)" if repeats else ""))
+        text = message + (f" ({repeats} more since the last report)" if repeats else "")
+        # One call site per severity: rclpy refuses different severities from one line.
+        if severity == "error":
+            self._logger.error(text)
+        elif severity == "warning":
+            self._logger.warning(text)
+        else:
+            self._logger.info(text)
         return True
 
 
@@ -457,7 +471,7 @@ class ExecutorNode(Node):
         self.executor_core = VelocityExecutor(settings)
         self._period = settings.stream.period_s
         self._table_frame = values["table_frame"]
-        self._log_throttled = ThrottledLog(values["log_throttle_period"])
+        self._log_throttled = ThrottledLog(self.get_logger(), values["log_throttle_period"])
         self._output_lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._limits: Counter[str] = Counter()
@@ -557,8 +571,8 @@ class ExecutorNode(Node):
         for action in step.safe.actions:
             reason = action.reason
             self._limits[reason.value] += 1
-            emit = self.get_logger().info if reason in _INFO_REASONS else self.get_logger().warning
-            self._log_throttled(f"limit:{reason.value}", emit, f"[{reason.value}] {action.message}")
+            severity = "info" if reason in _INFO_REASONS else "warning"
+            self._log_throttled(f"limit:{reason.value}", severity, f"[{reason.value}] {action.message}")
 
     def _run_commands(self) -> None:
         """The command clock: one tick every period on absolute deadlines (a late tick is not made up)."""
@@ -569,7 +583,7 @@ class ExecutorNode(Node):
             except Exception as error:  # noqa: BLE001 - keep commanding; the watchdog covers a stall
                 if not self.context.ok():
                     return
-                self._log_throttled("tick_error", self.get_logger().error,
+                self._log_throttled("tick_error", "error",
                                     f"command tick failed: {type(error).__name__}: {error}")
             deadline += self._period
             now = time.monotonic()
@@ -592,7 +606,7 @@ class ExecutorNode(Node):
                     dropped = self.executor_core.replace([])
                     self._counts["controls_aborted"] += dropped
                     text = "; ".join(f"[{a.reason.value}] {a.message}" for a in reasons)
-                    self._log_throttled("abort", self.get_logger().error,
+                    self._log_throttled("abort", "error",
                                         f"control aborted, {dropped} queued control(s) dropped: {text}")
 
     def _watchdog(self) -> None:
@@ -694,21 +708,21 @@ class ExecutorNode(Node):
         with self._output_lock:
             if not self._closed:
                 self._halt(f"ControlSequence refused: {message}")
-        self._log_throttled(f"refused:{reason}", self.get_logger().error,
+        self._log_throttled(f"refused:{reason}", "error",
                             f"ControlSequence refused [{reason}]: {message}; pusher stopped")
 
     def _on_state(self, message: SceneState) -> None:
         frame = message.header.frame_id
         if frame and frame != self._table_frame:
             self._counts["states_rejected"] += 1
-            self._log_throttled("state_frame", self.get_logger().error,
+            self._log_throttled("state_frame", "error",
                                 f"scene_state in frame {frame!r} ignored: expected {self._table_frame!r} "
                                 "(the estimate will go stale and stop the pusher)")
             return
         stamp = time_to_seconds(message.header.stamp)
         if stamp == 0.0:
             self._counts["states_rejected"] += 1
-            self._log_throttled("state_stamp", self.get_logger().error,
+            self._log_throttled("state_stamp", "error",
                                 "scene_state without a stamp ignored: its age cannot be checked")
             return
         now = time.monotonic()
@@ -871,7 +885,10 @@ class ExecutorNode(Node):
 
     def _log_close(self, text: str, *, error: bool = False) -> None:
         try:
-            (self.get_logger().error if error else self.get_logger().info)(text)
+            if error:
+                self.get_logger().error(text)
+            else:
+                self.get_logger().info(text)
         except Exception:  # noqa: BLE001 - logging after the context shut down
             print(f"[executor] {text}", flush=True)
 

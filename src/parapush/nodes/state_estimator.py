@@ -73,6 +73,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TransformStamped
 from parareal_pushing.msg import SceneState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.node import Node
 
 from parapush.estimation.body_map import PUSHER_BODY, BodyMap, BodyMapEntry, BodyMapError, load_body_map
@@ -309,7 +310,10 @@ class StateEstimatorNode(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__("state_estimator", **node_options)
-        values = declare_parameters(self, PARAMETERS)
+        try:
+            values = declare_parameters(self, PARAMETERS)
+        except InvalidParameterTypeException as error:  # an override of the wrong type (not caught there)
+            raise ParameterError(f"parameter '{error.parameter.name}': {error}") from None
         self.values = values
         try:
             self.scene = load_scene(resolve_scene_path(values["scene_file"]))
@@ -336,6 +340,7 @@ class StateEstimatorNode(Node):
         self._gate = FrameGate(values["max_latency"], values["clock_tolerance"])
         self._frames_rejected = dict.fromkeys(FrameGate.REASONS, 0)
         self._last_rejected = 0
+        self._last_frame_time = -math.inf  # time.monotonic() the last frame was received
 
         self._lock = threading.Lock()  # tracker swaps, resolution state
         self._publish_lock = threading.Lock()  # publications from the receive thread and the timers
@@ -471,6 +476,7 @@ class StateEstimatorNode(Node):
 
     # -- frames (NatNet receive thread) ----------------------------------------------------------
     def _on_frame(self, frame: MocapFrame, receive_time: float) -> None:
+        self._last_frame_time = receive_time
         if frame.models_changed:
             self._resolve_request.set()
         info = self.client.server_info
@@ -506,6 +512,8 @@ class StateEstimatorNode(Node):
                 self._stop.wait(0.1)
                 continue
             except Exception as error:  # noqa: BLE001 - keep the thread alive, report
+                if self._stop.is_set():  # the client was stopped under the request: closing
+                    return
                 self.get_logger().error(f"model definitions request failed: {type(error).__name__}: {error}")
                 self._resolve_request.set()
                 self._stop.wait(0.5)
@@ -583,8 +591,11 @@ class StateEstimatorNode(Node):
             self._publish_state()
 
     # -- diagnostics ---------------------------------------------------------------------------------
-    def diagnostics(self) -> list[DiagnosticStatus]:
-        """The stream status, then one status per body (pusher first, objects in scene order)."""
+    def diagnostics(self, *, advance: bool = False) -> list[DiagnosticStatus]:
+        """The stream status, then one status per body (pusher first, objects in scene order).
+
+        The stream is at WARN when packets were malformed or frames rejected since the last
+        published status (``advance``: this one is published)."""
         now = time.monotonic()
         name = self.get_name()
         stats = self.client.stats()
@@ -651,9 +662,10 @@ class StateEstimatorNode(Node):
         )
         stream.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
         new_malformed = stats.malformed_packets - self._last_malformed
-        self._last_malformed = stats.malformed_packets
         new_rejected = sum(rejected.values()) - self._last_rejected
-        self._last_rejected = sum(rejected.values())
+        if advance:  # what the next published status counts as new
+            self._last_malformed = stats.malformed_packets
+            self._last_rejected = sum(rejected.values())
         if not connected:
             stream.level, stream.message = DiagnosticStatus.ERROR, f"no NatNet server answering at {endpoint}"
         elif tracker_diagnostics is None:
@@ -661,8 +673,10 @@ class StateEstimatorNode(Node):
             stream.message = (
                 f"not tracking: {resolution_error}" if resolution_error else "waiting for model definitions"
             )
-        elif tracker_diagnostics.update_rate == 0.0:
-            stream.level, stream.message = DiagnosticStatus.ERROR, "no mocap frames"
+        elif now - self._last_frame_time > self.stale_timeout:
+            silent = now - self._last_frame_time
+            stream.level = DiagnosticStatus.ERROR
+            stream.message = "no mocap frames" + (f" for {silent:.2f} s" if math.isfinite(silent) else "")
         else:
             stream.level = DiagnosticStatus.OK
             stream.message = tracker_diagnostics.summary()
@@ -701,7 +715,7 @@ class StateEstimatorNode(Node):
         return statuses
 
     def _publish_diagnostics(self) -> None:
-        array = DiagnosticArray(status=self.diagnostics())
+        array = DiagnosticArray(status=self.diagnostics(advance=True))
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_publisher.publish(array)
 

@@ -1,0 +1,168 @@
+"""Prediction latency through ROS vs a direct library call, side by side in one run.
+
+The prediction service node runs as its own process (as deployed); this process calls it
+over Fast DDS on loopback and, interleaved, calls an identical PredictionEngine directly.
+For each request size (1 sequence x 4 controls, 20 x 4) it reports the median and p90 of:
+the direct call, the ROS round trip, the time the service spent inside the engine
+(``time_total`` of the response), and the ROS overhead = round trip - time inside.
+
+    python bench/prediction_latency.py [--quick] [--repeats 40]
+
+Target (issue): ROS overhead under 2 ms plus serialisation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from parareal_pushing.srv import PredictTrajectory
+from rclpy.serialization import serialize_message
+
+from parapush.graph import resolve_scene_path
+from parapush.nodes.conversions import controls_to_msg, state_to_msg
+from parapush.nodes.prediction_service import SERVICE_QOS
+from parapush.prediction import PredictionEngine, PredictionRequest, PredictionSettings
+from parapush.scene import load_scene
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SCENE_NAME = "isrr_obstacle.yaml"
+
+
+def request_parts(scene, sequences: int, seed: int = 0):
+    layout = scene.layout
+    initial = layout.compose(scene.pusher.position, np.array([spec.pose for spec in scene.objects]))
+    rng = np.random.default_rng(seed)
+    base = np.tile([0.025, 0.0], (4, 1))
+    controls = np.stack([base + (0 if index == 0 else rng.normal(0, 0.003, base.shape)) for index in range(sequences)])
+    return initial, controls, np.ones(controls.shape[:2])
+
+
+def ros_request(scene, initial, controls, model, iterations):
+    request = PredictTrajectory.Request()
+    request.initial_state = state_to_msg(initial, scene)
+    request.sequences = [controls_to_msg(sequence, 1.0) for sequence in controls]
+    request.model = model
+    request.iterations = iterations
+    return request
+
+
+def call(client, request, timeout=120.0):
+    future = client.call_async(request)
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        rclpy.spin_once(client.node, timeout_sec=0.0005)  # noqa: SLF001
+        if time.monotonic() > deadline:
+            raise TimeoutError("no answer from the prediction service")
+    return future.result()
+
+
+def percentile(values, q):
+    return float(np.percentile(np.asarray(values) * 1000.0, q))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--model", default="coarse", choices=("coarse", "parareal", "fine"),
+                        help="model of the requests (coarse isolates the ROS overhead)")
+    options = parser.parse_args()
+    repeats = 8 if options.quick else options.repeats
+    scene = load_scene(resolve_scene_path(SCENE_NAME))
+    domain = str(150 + os.getpid() % 50)
+    environment = {**os.environ, "ROS_DOMAIN_ID": domain}
+    service = subprocess.Popen(
+        [sys.executable, "-m", "parapush.nodes.prediction_service", "--ros-args",
+         "-p", f"scene_file:={SCENE_NAME}", "-p", "workers:=2", "-p", "schedule:=parareal"],
+        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )
+    rclpy.init(domain_id=int(domain))
+    node = rclpy.create_node("latency_bench")
+    client = node.create_client(PredictTrajectory, "predict_trajectory", qos_profile=SERVICE_QOS)
+    client.node = node
+    rows = []
+    try:
+        if not client.wait_for_service(timeout_sec=60):
+            raise RuntimeError("the prediction service did not come up")
+        with PredictionEngine(scene, PredictionSettings(workers=2, schedule="parareal")) as engine:
+            for sequences in (1, 20):
+                initial, controls, durations = request_parts(scene, sequences)
+                iterations = 1 if options.model == "parareal" else -1
+                message = ros_request(scene, initial, controls, options.model, iterations)
+                direct_request = PredictionRequest(initial, controls, durations, model=options.model,
+                                                   iterations=None if iterations < 0 else iterations)
+                for _ in range(3):  # warm up both paths
+                    engine.predict(direct_request)
+                    call(client, message)
+                direct, round_trip, inside = [], [], []
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    engine.predict(direct_request)
+                    direct.append(time.perf_counter() - started)
+                    started = time.perf_counter()
+                    response = call(client, message)
+                    round_trip.append(time.perf_counter() - started)
+                    if not response.success:
+                        raise RuntimeError(response.message)
+                    inside.append(response.time_total)
+                overhead = np.array(round_trip) - np.array(inside)
+                rows.append({
+                    "sequences": sequences, "controls": 4, "model": options.model, "repeats": repeats,
+                    "direct_ms_p50": percentile(direct, 50), "direct_ms_p90": percentile(direct, 90),
+                    "ros_ms_p50": percentile(round_trip, 50), "ros_ms_p90": percentile(round_trip, 90),
+                    "inside_service_ms_p50": percentile(inside, 50),
+                    "ros_overhead_ms_p50": percentile(overhead, 50), "ros_overhead_ms_p90": percentile(overhead, 90),
+                    "request_bytes": len(serialize_message(message)),
+                })
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+        service.terminate()
+        service.wait(timeout=10)
+    header = (f"{'request':>10} {'model':>8} {'direct p50':>11} {'ROS p50':>9} {'ROS p90':>9} {'in service':>11} "
+              f"{'overhead p50':>13} {'overhead p90':>13} {'bytes':>7}")
+    print(header)
+    for row in rows:
+        print(f"{row['sequences']:>4} x {row['controls']:<3} {row['model']:>8} {row['direct_ms_p50']:>9.2f}ms "
+              f"{row['ros_ms_p50']:>7.2f}ms {row['ros_ms_p90']:>7.2f}ms {row['inside_service_ms_p50']:>9.2f}ms "
+              f"{row['ros_overhead_ms_p50']:>11.2f}ms {row['ros_overhead_ms_p90']:>11.2f}ms {row['request_bytes']:>7}")
+    print("target: ROS overhead (round trip - time inside the service) under 2 ms plus serialisation")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "prediction_latency.json").write_text(json.dumps(rows, indent=2) + "\n")
+    _plot(rows)
+    return 0
+
+
+def _plot(rows) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{row['sequences']} x {row['controls']}" for row in rows]
+    x = np.arange(len(rows))
+    figure, axes = plt.subplots(figsize=(6, 4))
+    axes.bar(x - 0.2, [row["direct_ms_p50"] for row in rows], 0.4, label="direct library call")
+    axes.bar(x + 0.2, [row["ros_ms_p50"] for row in rows], 0.4, label="ROS round trip")
+    for index, row in enumerate(rows):
+        axes.annotate(f"+{row['ros_overhead_ms_p50']:.2f} ms", (index + 0.2, row["ros_ms_p50"]), ha="center",
+                      va="bottom", fontsize=8)
+    axes.set_xticks(x, labels)
+    axes.set_ylabel("median latency (ms)")
+    axes.set_title(f"PredictTrajectory latency ({rows[0]['model']} model)")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(RESULTS / "prediction_latency.png", dpi=120)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,369 @@
+"""The executor node over real Fast DDS: controls in, safe TwistStamped commands out.
+
+A harness node (test_executor_support.Harness) publishes ``controls``, records the commands
+and plays a fake arm that publishes ``scene_state`` at 100 Hz with the pusher following the
+commands. Checked: rate, duration, base frame (hand-computed rotations), the stop after a
+control, an empty ControlSequence stopping at once, the speed and workspace limits, the
+stale-state watchdog (latency measured), ``~/stop`` latching until ``~/reset``, refusals,
+diagnostics and parameter validation. Timing bounds allow for a shared, loaded 2-core machine;
+the measured numbers are printed (``-s``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+import pytest
+import yaml
+from test_executor_support import (
+    PERIOD,
+    RATE_HZ,
+    Harness,
+    plateau,
+    ros_now,
+    start_executor,
+    wait_until,
+)
+
+from parapush.execution.frames import RigidTransform
+from parapush.graph import config_dir
+from parapush.nodes.executor import PARAMETERS, ExecutorNode
+from parapush.nodes.parameters import ParameterError
+
+pytestmark = pytest.mark.timeout(60)
+
+STALE_TIMEOUT = 0.1
+#: Scheduling slack on a loaded machine (other processes share the 2 cores).
+JITTER = 0.03
+
+
+def idle(node) -> bool:
+    """No control queued and the last command zero."""
+    return node.executor_core.stream.queued == 0 and not node.executor_core.safety_filter.last_velocity.any()
+
+
+def run_to_end(node, harness, sent: float, timeout: float = 5.0) -> None:
+    """Wait for the motion after ``sent`` to start and to end."""
+    wait_until(lambda: any(not t.is_zero for t in harness.received(sent)), 2.0, what="motion")
+    wait_until(lambda: idle(node), timeout, what="the end of the controls")
+
+
+@pytest.fixture
+def rig(ros_context, spinning):
+    """start(table_to_base=..., start=(x, y), **parameters) -> (node, harness); nodes closed after."""
+    nodes = []
+
+    def start(table_to_base=(0.5, 0.0, 0.0, 0.0), start=(0.0, 0.0), **parameters):
+        node = start_executor(ros_context, spinning, table_to_base=list(table_to_base), **parameters)
+        nodes.append(node)
+        harness = Harness(ros_context, spinning, table_to_base=RigidTransform.from_parameters(table_to_base),
+                          start=start)
+        wait_until(lambda: node.diagnostics().status[0].level == b"\x00", 5.0, what="a valid pusher estimate")
+        return node, harness
+
+    yield start
+    for node in nodes:
+        node.close()
+
+
+# Hand-checked rotations (table -> base):
+#  yaw +90 deg:  table x -> base y; (0.05, 0) -> (0, 0.05, 0).
+#  yaw -30 deg as a quaternion (0, 0, sin(-15 deg), cos(-15 deg)):
+#   (0.04, 0.03) -> (0.04 cos30 + 0.03 sin30, -0.04 sin30 + 0.03 cos30) = (0.049641, 0.005981, 0).
+ROTATIONS = [
+    pytest.param((0.5, 0.0, 0.0, math.pi / 2), (0.05, 0.0), (0.0, 0.05, 0.0), id="yaw+90"),
+    pytest.param((0.5, 0.1, 0.0, 0.0, 0.0, math.sin(math.radians(-15)), math.cos(math.radians(-15))),
+                 (0.04, 0.03), (0.049641016, 0.005980762, 0.0), id="quaternion-yaw-30"),
+]
+
+
+@pytest.mark.parametrize(("transform", "control", "expected"), ROTATIONS)
+def test_a_control_streams_base_frame_twists_at_the_rate_for_its_duration_then_zero(rig, transform, control,
+                                                                                     expected):
+    node, harness = rig(table_to_base=transform)
+    duration = 0.5
+    sent = harness.send((*control, duration))
+    run_to_end(node, harness, sent)
+    time.sleep(0.3)  # the stop repeats, then silence
+    twists = harness.received(sent)
+    assert all(twist.frame_id == "base_link" for twist in twists)
+    assert all(not twist.angular.any() and twist.linear[2] == 0.0 for twist in twists)
+    speed = math.hypot(*control)
+    full = plateau(twists, speed)
+    assert len(full) >= 10, [t.speed for t in twists]
+    for twist in full:
+        np.testing.assert_allclose(twist.linear, expected, atol=1e-8)
+    # Ends with exactly stop_repeats (3) zero commands, then silence.
+    moving = [index for index, twist in enumerate(twists) if not twist.is_zero]
+    first, last = moving[0], moving[-1]
+    assert [twist.is_zero for twist in twists[last + 1:]] == [True] * 3
+    assert not any(twist.is_zero for twist in twists[first:last + 1])
+    # Rate: command stamps during the motion.
+    stamps = [twist.stamp for twist in twists[first:last + 2]]
+    intervals = np.diff(stamps)
+    median = statistics.median(intervals)
+    mean_rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+    print(f"\n[rate] median interval {median * 1e3:.2f} ms, mean rate {mean_rate:.1f} Hz "
+          f"(configured {RATE_HZ} Hz), max interval {max(intervals) * 1e3:.1f} ms")
+    # The schedule is exact (below); the rate depends on the machine: on the shared 2-core test
+    # machine late ticks are skipped (kept on the 10 ms grid), so allow up to half the ticks lost.
+    assert median <= 2.0 * PERIOD + 1e-3
+    assert mean_rate > 0.5 * RATE_HZ
+    # Duration: full speed from the end of the ramp-up to the end of the control (then the
+    # ramp-down at 1 m/s^2 takes speed / 1 s); the first command comes right after receipt.
+    ramp = speed / 1.0
+    active = full[-1].stamp - twists[first].stamp + PERIOD
+    print(f"[duration] full-speed span + ramp-up {active:.3f} s for a {duration} s control")
+    assert active == pytest.approx(duration, abs=2 * PERIOD + JITTER)
+    ramp_down = twists[last + 1].stamp - full[-1].stamp
+    assert ramp_down == pytest.approx(ramp, abs=2 * PERIOD + JITTER)
+    # The fake arm moved the pusher by the commanded displacement (ramps cancel out).
+    moved = harness.pusher()
+    print(f"[displacement] fake arm {np.round(moved * 1e3, 2)} mm, commanded "
+          f"{np.round(np.array(control) * duration * 1e3, 2)} mm")
+    np.testing.assert_allclose(moved, np.array(control) * duration, atol=0.004)
+
+
+def test_an_empty_control_sequence_stops_at_once(rig):
+    node, harness = rig()
+    harness.send((0.08, 0.0, 3.0))
+    wait_until(lambda: plateau(harness.received(), 0.08), 2.0, what="full speed")
+    time.sleep(0.1)
+    stop_sent = harness.send()
+    wait_until(lambda: any(t.is_zero for t in harness.received(stop_sent)), 1.0, what="a zero command")
+    time.sleep(0.2)
+    after = harness.received(stop_sent)
+    zero_index = next(index for index, twist in enumerate(after) if twist.is_zero)
+    before_zero = [t.speed for t in after[:zero_index]]
+    latency = after[zero_index].receipt - stop_sent
+    print(f"\n[empty sequence] zero command received {latency * 1e3:.1f} ms after the stop was published; "
+          f"{len(before_zero)} command(s) already in flight")
+    assert all(speed == pytest.approx(0.08) for speed in before_zero)  # no ramp: straight from 0.08 to 0
+    # The latency is DDS + the subscription callback's scheduling (rclpy, loaded machine); the
+    # executor's own reaction is immediate: the next command after the message is zero.
+    assert latency < 0.1
+    assert all(t.is_zero for t in after[zero_index:])
+    assert node.executor_core.stream.queued == 0
+    assert not node.executor_core.stop_latched  # a planner stop is not a latched stop
+    values = harness.executor_values()
+    assert values["stop_requests"] == "1" and values["stop_latched"] == "False"
+    # The next control runs normally.
+    sent = harness.send((0.05, 0.0, 0.2))
+    wait_until(lambda: plateau(harness.received(sent), 0.05), 2.0, what="motion after the stop")
+
+
+def test_the_speed_limit_scales_fast_controls_down_keeping_the_direction(rig):
+    node, harness = rig()
+    sent = harness.send((0.3, 0.4, 0.4))  # 0.5 m/s, the limit is 0.1 m/s
+    run_to_end(node, harness, sent)
+    time.sleep(0.25)
+    twists = harness.received(sent)
+    assert max(t.speed for t in twists) <= 0.1 + 1e-12
+    full = plateau(twists, 0.1)
+    assert len(full) >= 10
+    for twist in full:
+        np.testing.assert_allclose(twist.linear, [0.06, 0.08, 0.0], atol=1e-12)
+    values = harness.executor_values()
+    assert int(values["limit.speed_limited"]) >= len(full)
+
+
+def test_the_workspace_limit_stops_the_pusher_before_the_wall(rig):
+    node, harness = rig(start=(0.32, 0.0))  # 3 cm from x_max = 0.35
+    sent = harness.send((0.1, 0.02, 1.0))
+    run_to_end(node, harness, sent)
+    time.sleep(0.2)
+    twists = harness.received(sent)
+    pusher = harness.pusher()
+    print(f"\n[workspace] pusher stopped at x = {pusher[0]:.6f} m (x_max 0.35 m, overshoot "
+          f"{max(0.0, pusher[0] - 0.35) * 1e6:.0f} um), y = {pusher[1]:.4f} m")
+    # The braking envelope assumes one command per period; a late tick holds the last (small)
+    # command longer, so allow 0.5 mm for scheduling delays of the loaded test machine.
+    assert pusher[0] <= 0.35 + 0.0005
+    assert pusher[0] > 0.33  # it did approach the wall
+    assert pusher[1] == pytest.approx(0.02 * 1.0, abs=0.004)  # the y component was not limited
+    # x commands braked to zero near the wall while the control still asked for 0.1 m/s.
+    assert twists[-4].linear[0] == pytest.approx(0.0, abs=1e-3)
+    values = harness.executor_values()
+    assert int(values["limit.workspace_limited"]) > 0
+
+
+def test_a_stale_scene_state_stops_within_one_command_period_of_the_timeout(rig):
+    node, harness = rig()
+    harness.send((0.05, 0.0, 5.0))
+    wait_until(lambda: plateau(harness.received(), 0.05), 2.0, what="full speed")
+    time.sleep(0.1)
+    with harness.lock:
+        harness.publishing = False  # the estimator dies
+        last_state = harness.states[-1]
+    wait_until(lambda: any(t.is_zero for t in harness.received(last_state[0])), 1.0, what="a zero command")
+    twists = harness.received(last_state[0])
+    zero = next(t for t in twists if t.is_zero)
+    latency = zero.stamp - last_state[1]  # the zero command's stamp minus the last state's stamp
+    print(f"\n[stale] zero command {latency * 1e3:.1f} ms after the last scene_state stamp "
+          f"(timeout {STALE_TIMEOUT * 1e3:.0f} ms, command period {PERIOD * 1e3:.0f} ms)")
+    assert STALE_TIMEOUT <= latency <= STALE_TIMEOUT + PERIOD + JITTER
+    assert all(t.speed == pytest.approx(0.05) for t in twists if t.stamp < zero.stamp)  # no ramp: exact zero
+    # The control is aborted, not resumed when the state comes back.
+    with harness.lock:
+        harness.publishing = True
+    time.sleep(0.3)
+    assert all(t.is_zero for t in harness.received(zero.receipt))
+    values = harness.executor_values()
+    assert values["controls_aborted"] == "1" and int(values["limit.state_stale"]) >= 1
+
+
+def test_an_invalid_pusher_estimate_stops_at_once(rig):
+    node, harness = rig()
+    harness.send((0.05, 0.0, 5.0))
+    wait_until(lambda: plateau(harness.received(), 0.05), 2.0, what="full speed")
+    with harness.lock:
+        harness.valid = False
+        invalid_from = time.monotonic()
+    wait_until(lambda: any(t.is_zero for t in harness.received(invalid_from)), 1.0, what="a zero command")
+    zero = next(t for t in harness.received(invalid_from) if t.is_zero)
+    print(f"\n[invalid] zero command {(zero.receipt - invalid_from) * 1e3:.1f} ms after the estimate went invalid")
+    assert zero.receipt - invalid_from < 0.01 + 2 * PERIOD + JITTER  # next state (10 ms) + one tick
+
+
+def test_stop_service_latches_zero_until_reset(rig):
+    node, harness = rig()
+    harness.send((0.05, 0.0, 5.0))
+    wait_until(lambda: plateau(harness.received(), 0.05), 2.0, what="full speed")
+    called = time.monotonic()
+    response = harness.call(harness.stop_client)
+    assert response.success, response.message
+    wait_until(lambda: any(t.is_zero for t in harness.received(called)), 1.0, what="a zero command")
+    zero = next(t for t in harness.received(called) if t.is_zero)
+    print(f"\n[stop service] zero command {(zero.receipt - called) * 1e3:.1f} ms after the call")
+    assert node.executor_core.stop_latched
+    # Controls are refused while latched: nothing moves.
+    harness.send((0.05, 0.0, 0.3))
+    time.sleep(0.4)
+    after = harness.received(zero.receipt)
+    assert all(t.is_zero for t in after) and len(after) <= 3  # stop_repeats zeros, then silence
+    values = harness.executor_values()
+    assert values["stop_latched"] == "True" and values["level"] == 2
+    assert values["refused.stop_latched"] == "1" and values["latched_stops.service"] == "1"
+    assert "stop service" in values["latch_reason"]
+    # Reset, then controls move the pusher again.
+    response = harness.call(harness.reset_client)
+    assert response.success and "stop cleared" in response.message, response.message
+    assert not node.executor_core.stop_latched
+    sent = harness.send((0.05, 0.0, 0.2))
+    wait_until(lambda: plateau(harness.received(sent), 0.05), 2.0, what="motion after the reset")
+    response = harness.call(harness.reset_client)
+    assert response.success and response.message == "no stop was latched"
+
+
+REFUSALS = [
+    pytest.param({"frame_id": "base_link"}, (0.05, 0.0, 0.3), "wrong_frame", id="wrong-frame"),
+    pytest.param({"stamp_offset": -1.0}, (0.05, 0.0, 0.3), "stale_plan", id="stale-stamp"),
+    pytest.param({"stamp_offset": 5.0}, (0.05, 0.0, 0.3), "start_too_late", id="far-future"),
+    pytest.param({}, (0.05, 0.0, 0.0), "invalid_control", id="zero-duration"),
+    pytest.param({}, (0.05, float("nan"), 0.3), "invalid_control", id="nan"),
+    pytest.param({}, (0.05, 0.0, 60.0), "invalid_control", id="too-long"),
+]
+
+
+@pytest.mark.parametrize(("options", "control", "reason"), REFUSALS)
+def test_malformed_or_stale_control_sequences_are_refused_and_stop(rig, options, control, reason):
+    node, harness = rig()
+    harness.send((0.05, 0.0, 5.0))
+    wait_until(lambda: plateau(harness.received(), 0.05), 2.0, what="full speed")
+    stamp = ros_now(harness.node) + options.get("stamp_offset", 0.0)
+    sent = harness.send(control, stamp=stamp, frame_id=options.get("frame_id", "table"))
+    wait_until(lambda: any(t.is_zero for t in harness.received(sent)), 1.0, what="a zero command")
+    time.sleep(0.1)
+    zero = next(t for t in harness.received(sent) if t.is_zero)
+    assert all(t.is_zero for t in harness.received(zero.receipt))
+    values = harness.executor_values()
+    assert values[f"refused.{reason}"] == "1"
+    assert not node.executor_core.stop_latched
+
+
+def test_a_future_stamp_delays_the_start(rig):
+    node, harness = rig()
+    sent = harness.send((0.05, 0.0, 0.2), stamp=ros_now(harness.node) + 0.3)
+    wait_until(lambda: any(not t.is_zero for t in harness.received(sent)), 2.0, what="motion")
+    first = next(t for t in harness.received(sent) if not t.is_zero)
+    print(f"\n[scheduled] first motion {(first.receipt - sent) * 1e3:.0f} ms after a control stamped +300 ms")
+    assert first.receipt - sent == pytest.approx(0.3, abs=PERIOD + JITTER)
+
+
+def test_appended_controls_run_back_to_back(rig):
+    node, harness = rig(queue_mode="append")
+    sent = harness.send((0.05, 0.0, 0.3))
+    harness.send((0.0, 0.05, 0.3))
+    run_to_end(node, harness, sent)
+    time.sleep(0.2)
+    twists = harness.received(sent)
+    assert plateau(twists, 0.05)
+    assert any(t.linear[1] == pytest.approx(0.05) for t in twists) and any(
+        t.linear[0] == pytest.approx(0.05) for t in twists)
+    np.testing.assert_allclose(harness.pusher(), [0.015, 0.015], atol=0.004)
+
+
+def test_without_a_pusher_estimate_a_control_is_refused(ros_context, spinning):
+    node = start_executor(ros_context, spinning)
+    try:
+        harness = Harness(ros_context, spinning, table_to_base=RigidTransform.from_parameters([0.5, 0, 0, 0]))
+        with harness.lock:
+            harness.publishing = False
+        time.sleep(0.2)
+        sent = harness.send((0.05, 0.0, 0.5))
+        time.sleep(0.4)
+        assert all(t.is_zero for t in harness.received(sent))
+        values = harness.executor_values()
+        assert values["controls_aborted"] == "1" and int(values["limit.state_missing"]) >= 1
+        assert values["level"] == 1  # WARN: no estimate
+    finally:
+        node.close()
+
+
+# -- parameters --------------------------------------------------------------------------------
+def _flatten(mapping, prefix=""):
+    flat = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def test_the_shipped_parameter_file_starts_the_node(ros_context, spinning):
+    from rclpy.parameter import Parameter
+
+    data = yaml.safe_load((config_dir() / "executor.yaml").read_text())["executor"]["ros__parameters"]
+    values = _flatten(data)
+    assert set(values) == {spec.name for spec in PARAMETERS}, "executor.yaml should list every parameter"
+    values["gripper_enabled"] = False  # no gripper on this machine; tested against the emulator elsewhere
+    node = ExecutorNode(context=ros_context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+    try:
+        assert node.executor_core.settings.limits.max_speed_m_s == 0.1
+        assert node.executor_core.settings.stream.frame_id == "base_link"
+    finally:
+        node.close()
+        node.destroy_node()
+
+
+BAD_PARAMETERS = [
+    ({"limits.x_max": -0.5}, "limits.x_max"),
+    ({"limits.max_speed": 0.0}, "limits.max_speed"),
+    ({"table_to_base": [0.5, 0.0, 0.0]}, "table_to_base"),
+    ({"table_to_base": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]}, "table_to_base"),
+    ({"rate": 10.0}, "rate"),  # 0.1 s period > half the 0.1 s command timeout
+    ({"queue_mode": "lifo"}, "queue_mode"),
+    ({"base_frame": ""}, "base_frame"),
+    ({"gripper_enabled": True, "gripper.address": "tcp://localhost"}, "gripper.address"),
+    ({"gripper_enabled": True, "gripper.address": "ftp://host:1"}, "gripper.address"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "name"), BAD_PARAMETERS, ids=[name for _, name in BAD_PARAMETERS])
+def test_invalid_parameters_name_the_parameter(ros_context, overrides, name):
+    with pytest.raises(ParameterError, match=f"parameter '{name}'"):
+        start_executor(ros_context, None, **overrides)

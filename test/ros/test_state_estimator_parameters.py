@@ -254,3 +254,44 @@ def test_diagnostics_levels_without_a_tracker_are_errors(ros_context, tmp_path):
         assert not snapshot.pusher_valid and np.all(snapshot.state == 0.0) and math.isinf(snapshot.pusher_age)
     finally:
         node.close()
+
+
+def test_the_executable_exits_2_on_a_bad_parameter_and_0_on_sigint_after_disconnecting():
+    """``python -m parapush.nodes.state_estimator`` (run_node): a bad parameter exits 2 naming it;
+    SIGINT stops it cleanly, the NatNet client sending DISCONNECT."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from parapush.estimation.table_frame import load_table_transform
+    from parapush.sim.mocap_server import MocapServer, MocapServerSettings
+
+    scene = MovingScene(load_table_transform(CONFIG / "table_transform.yaml"), seed=1)
+    with MocapServer(scene, settings=MocapServerSettings(command_port=0)) as server:
+        command = [sys.executable, "-m", "parapush.nodes.state_estimator", "--ros-args",
+                   "--params-file", str(CONFIG / "state_estimator.yaml")]
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        bad = subprocess.Popen(command + ["-p", "command_port:=0"], env=environment,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        good = subprocess.Popen(command + ["-p", f"command_port:={server.command_address[1]}"], env=environment,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            _, errors = bad.communicate(timeout=30)
+            assert bad.returncode == 2, errors
+            assert "[FATAL] parameter 'command_port'" in errors
+            deadline = time.monotonic() + 30
+            while not server.stats().clients:
+                assert good.poll() is None and time.monotonic() < deadline, "the node never connected"
+                time.sleep(0.05)
+            time.sleep(0.3)
+            good.send_signal(signal.SIGINT)
+            output, _ = good.communicate(timeout=20)
+        finally:
+            for process in (bad, good):
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        assert good.returncode == 0, output
+        assert server.stats().clients == (), "no DISCONNECT: the client was not stopped"
+        assert "Traceback" not in output, output

@@ -313,7 +313,8 @@ class StateEstimatorNode(Node):
         try:
             values = declare_parameters(self, PARAMETERS)
         except InvalidParameterTypeException as error:  # an override of the wrong type (not caught there)
-            raise ParameterError(f"parameter '{error.parameter.name}': {error}") from None
+            name = next((spec.name for spec in PARAMETERS if f"'{spec.name}'" in str(error)), "?")
+            raise ParameterError(f"parameter '{name}': {error}") from None
         self.values = values
         try:
             self.scene = load_scene(resolve_scene_path(values["scene_file"]))
@@ -576,7 +577,12 @@ class StateEstimatorNode(Node):
                 return
             snapshot, now = self.current_snapshot()
             message = snapshot_to_msg(snapshot, self.scene, frame_id=self.frame_id)
-            self._state_publisher.publish(message)
+            try:
+                self._state_publisher.publish(message)
+            except Exception:
+                if self.context.ok():
+                    raise
+                return  # shut down (Ctrl-C) between the check and the publication
             self._published += 1
             self._last_publish = now
             tracker = self._tracker

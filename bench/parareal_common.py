@@ -94,10 +94,9 @@ def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None) 
     if name == "analytical":
         from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 
-        try:
-            return AnalyticalCoarseModel(scene)
-        except NotImplementedError:
-            sys.exit("--coarse analytical: parapush.physics.coarse_analytical is not implemented yet")
+        # The solver projects every corrected state: as in the prediction engine, the coarse
+        # model does not resolve overlaps a second time.
+        return AnalyticalCoarseModel(scene, resolve_overlaps=False)
     if name == "learned":
         try:
             from parapush.learning.coarse_learned import LearnedCoarseModel

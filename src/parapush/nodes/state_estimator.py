@@ -51,9 +51,22 @@ than none - every body is published stale and ``/diagnostics`` reports the error
 level until a later definition (after "models changed") fits again. When the ids change the
 tracker is rebuilt (filters restart; its counters restart too).
 
-Robustness: datagrams that do not decode are counted by the client and dropped; the receive
-thread never dies; :meth:`StateEstimatorNode.close` stops the client and the resolver thread.
-Parameters are validated at start; a bad one raises :class:`ParameterError` naming it.
+Robustness
+----------
+Datagrams that do not decode (truncated, garbage) are counted by the client
+(``malformed_packets``) and dropped. NatNet has no checksum, so a damaged datagram can also
+decode into wrong numbers: :class:`FrameGate` drops frames whose time stamps are
+inconsistent (``frames_rejected_latency`` / ``frames_rejected_clock``) before they can
+corrupt the tracker's clock map; damaged poses are left to the tracker's jump detection.
+The receive thread never dies (the client catches and counts callback errors).
+:meth:`StateEstimatorNode.close` stops the client (DISCONNECT, thread joined, sockets
+closed) and the resolver thread; ``main`` (:func:`run_node`) calls it on shutdown.
+Parameters are validated at start; a bad one raises :class:`ParameterError` naming it
+(``main`` exits 2), including a body mapping that does not fit the scene, an unreadable
+transform file, bad ports or addresses, and an interface this host does not have.
+
+Times: the tracker runs on ``time.monotonic()`` (the client's receive times); a state's
+monotonic measurement time is put on the ROS clock as ``ros_now - (monotonic_now - t)``.
 """
 
 from __future__ import annotations
@@ -397,6 +410,10 @@ class StateEstimatorNode(Node):
         except OSError as error:
             self.destroy_timer(self._publish_timer)
             self.destroy_timer(self._diagnostics_timer)
+            if isinstance(error, socket.gaierror):
+                raise ParameterError(
+                    f"parameter 'server_address': cannot resolve {values['server_address']!r} ({error})"
+                ) from None
             raise ParameterError(
                 f"parameter 'local_interface': cannot bind a UDP socket to {values['local_interface']!r} ({error})"
             ) from None
@@ -432,8 +449,10 @@ class StateEstimatorNode(Node):
                     jump_angle=infinite_if_zero(values["filter.jump_angle"]),
                 ),
             )
-        except ValueError as error:  # the names match the parameters (filter ones without the group)
-            raise ParameterError(f"parameter {error}") from None
+        except ValueError as error:  # "<field>: <reason>", the field named as the parameter (less its group)
+            field, _, reason = str(error).partition(": ")
+            name = field if field in values else f"filter.{field}"
+            raise ParameterError(f"parameter '{name}': {reason}") from None
 
     @staticmethod
     def _client_settings(values) -> NatNetClientSettings:

@@ -285,7 +285,9 @@ def make_predictive_model(
         if coarse_model is None:
             from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 
-            coarse_model = AnalyticalCoarseModel(scene)
+            # The solver projects every corrected state (Eq 9); resolving overlaps inside the
+            # coarse model as well would only double the coarse cost.
+            coarse_model = AnalyticalCoarseModel(scene, resolve_overlaps=not project)
         projector = None
         if project:
             from parapush.physics.projection import FeasibilityProjector

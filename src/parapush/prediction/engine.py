@@ -165,7 +165,9 @@ class PredictionEngine:
         self.layout = scene.layout
         self.fine_model = FineModel(scene, self.settings.fine)
         self.projector = FeasibilityProjector(scene)
-        self._coarse = {"analytical": AnalyticalCoarseModel(scene)}
+        # The solvers project every corrected state (ISRR Eq 9), so the coarse model need not
+        # resolve overlaps itself (that would double its cost).
+        self._coarse = {"analytical": AnalyticalCoarseModel(scene, resolve_overlaps=False)}
         self.unavailable_coarse: dict[str, str] = {}
         self._load_learned()
         if self.settings.coarse_model not in self._coarse:

@@ -377,6 +377,21 @@ class GripperMonitor:
             self._on_problem(report)
         return problem
 
+    def check_silence(self) -> str | None:
+        """Report a gripper that has not answered for ``no_answer_timeout`` (call from a timer: the
+        polling thread itself may be blocked in a request with retries for longer)."""
+        report = None
+        with self._lock:
+            silence = time.monotonic() - self._last_answer
+            if silence > self._no_answer_timeout:
+                report = self._set_problem(
+                    f"gripper not answering for {silence:.3f} s (limit {self._no_answer_timeout} s)"
+                )
+            problem = self._problem
+        if report is not None:
+            self._on_problem(report)
+        return problem
+
     def _set_problem(self, problem: str | None) -> str | None:
         """Record ``problem`` (lock held); return it if it is new (to be reported), else None."""
         previous = self._problem
@@ -610,6 +625,8 @@ class ExecutorNode(Node):
                                         f"control aborted, {dropped} queued control(s) dropped: {text}")
 
     def _watchdog(self) -> None:
+        if self.gripper is not None and not self._closed:
+            self.gripper.check_silence()  # latches through _on_gripper_problem
         with self._output_lock:
             if self._closed:
                 return

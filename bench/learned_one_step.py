@@ -4,7 +4,10 @@ The held-out pushes come from ``python -m parapush.learning.dataset`` with a see
 than the training seed (``--data``), or are generated here (``--samples``, ``--seed``).
 For each slider count k = 1..4 both models predict every push; errors are pooled over
 sliders (all sliders, and the sliders the fine model moved > 1 mm); see
-:mod:`parapush.learning.evaluation`. This is the table of the model card.
+:mod:`parapush.learning.evaluation`. The learned model is evaluated as shipped (its
+predictions projected to non-penetrating states) and without that projection. The
+largest remaining pusher/slider and slider/slider penetration of each model's
+predictions is reported too. This is the table of the model card.
 
     python bench/learned_one_step.py --data heldout.npz [--weights model.npz]
 
@@ -47,24 +50,28 @@ def main(argv: list[str] | None = None) -> int:
             continue
         results.append(evaluate_one_step(lambda scene: LearnedCoarseModel(scene, weights), "learned", dataset,
                                          slider_count))
+        results.append(evaluate_one_step(lambda scene: LearnedCoarseModel(scene, weights, resolve_overlaps=False),
+                                         "learned, no projection", dataset, slider_count))
         results.append(evaluate_one_step(AnalyticalCoarseModel, "analytical", dataset, slider_count))
 
     print(f"held-out pushes: {len(dataset)} (seed {meta['seed']}), planned contact "
           f"{meta['planned_contact_fraction']:.2f}, weights {weights}")
     headers = ["sliders", "model", "pushes", "moved", "all: mean mm", "all: rms mm", "all: yaw deg",
-               "moved: mean mm", "moved: median mm", "moved: p90 mm", "moved: yaw deg", "us/push"]
+               "moved: mean mm", "moved: median mm", "moved: p90 mm", "moved: yaw deg", "pen p95 mm", "pen max mm",
+               "us/push"]
     rows = [[r.slider_count, r.model, r.pushes, r.moved_sliders, r.position_mean_mm, r.position_rms_mm,
              r.yaw_mean_deg, r.moved_position_mean_mm, r.moved_position_median_mm, r.moved_position_p90_mm,
-             r.moved_yaw_mean_deg, 1e6 * r.seconds_per_push] for r in results]
+             r.moved_yaw_mean_deg, r.penetration_p95_mm, r.penetration_max_mm, 1e6 * r.seconds_per_push]
+            for r in results]
     print(format_table(headers, rows))
 
     figure = Figure(figsize=(11, 4), layout="constrained")
     axes = figure.subplots(1, 2)
     counts = sorted({r.slider_count for r in results})
-    for offset, model in ((-0.2, "learned"), (0.2, "analytical")):
+    for offset, model in ((-0.27, "learned"), (0.0, "learned, no projection"), (0.27, "analytical")):
         chosen = [r for r in results if r.model == model]
-        axes[0].bar(np.array(counts) + offset, [r.moved_position_mean_mm for r in chosen], width=0.4, label=model)
-        axes[1].bar(np.array(counts) + offset, [r.moved_yaw_mean_deg for r in chosen], width=0.4, label=model)
+        axes[0].bar(np.array(counts) + offset, [r.moved_position_mean_mm for r in chosen], width=0.27, label=model)
+        axes[1].bar(np.array(counts) + offset, [r.moved_yaw_mean_deg for r in chosen], width=0.27, label=model)
     axes[0].set_ylabel("mean position error of moved sliders, mm")
     axes[1].set_ylabel("mean yaw error of moved sliders, deg")
     for axis in axes:

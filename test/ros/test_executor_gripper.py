@@ -181,7 +181,7 @@ def test_a_gripper_that_stops_answering_latches_a_stop(running):
     elapsed = time.monotonic() - silenced
     print(f"\n[gripper silent] stop latched {elapsed * 1e3:.0f} ms after the gripper stopped answering "
           "(no_answer_timeout 250 ms)")
-    assert 0.25 <= elapsed < 1.5
+    assert 0.2 <= elapsed < 0.6  # the last answer came up to one poll period before the silence
     assert "not answering" in harness.executor_values()["latch_reason"]
     response = harness.call(harness.reset_client)
     assert not response.success

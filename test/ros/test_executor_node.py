@@ -112,14 +112,17 @@ def test_a_control_streams_base_frame_twists_at_the_rate_for_its_duration_then_z
     # machine late ticks are skipped (kept on the 10 ms grid), so allow up to half the ticks lost.
     assert median <= 2.0 * PERIOD + 1e-3
     assert mean_rate > 0.5 * RATE_HZ
-    # Duration: full speed from the end of the ramp-up to the end of the control (then the
-    # ramp-down at 1 m/s^2 takes speed / 1 s); the first command comes right after receipt.
-    ramp = speed / 1.0
+    # Duration: full speed from the end of the ramp-up to the end of the control; the first
+    # command comes right after receipt. The ramps change the speed by 1 m/s^2 x 10 ms per
+    # command (the acceleration limit): up 0.01, 0.02, ... and down ..., 0.02, 0.01, then 0.
     active = full[-1].stamp - twists[first].stamp + PERIOD
     print(f"[duration] full-speed span + ramp-up {active:.3f} s for a {duration} s control")
     assert active == pytest.approx(duration, abs=2 * PERIOD + JITTER)
-    ramp_down = twists[last + 1].stamp - full[-1].stamp
-    assert ramp_down == pytest.approx(ramp, abs=2 * PERIOD + JITTER)
+    steps = round(speed / 0.01)
+    ramp_up = [twist.speed for twist in twists[first:first + steps]]
+    ramp_down = [twist.speed for twist in twists[last - steps + 2:last + 2]]
+    np.testing.assert_allclose(ramp_up, [0.01 * (k + 1) for k in range(steps)], atol=1e-12)
+    np.testing.assert_allclose(ramp_down, [0.01 * (steps - 1 - k) for k in range(steps)], atol=1e-12)
     # The fake arm moved the pusher by the commanded displacement (ramps cancel out).
     moved = harness.pusher()
     print(f"[displacement] fake arm {np.round(moved * 1e3, 2)} mm, commanded "
@@ -359,6 +362,8 @@ BAD_PARAMETERS = [
     ({"rate": 10.0}, "rate"),  # 0.1 s period > half the 0.1 s command timeout
     ({"queue_mode": "lifo"}, "queue_mode"),
     ({"base_frame": ""}, "base_frame"),
+    ({"twist_topic": "not a topic"}, "twist_topic"),
+    ({"limits.command_timeout": 0.1, "limits.x_min": 0.5}, "limits.x_max"),
     ({"gripper_enabled": True, "gripper.address": "tcp://localhost"}, "gripper.address"),
     ({"gripper_enabled": True, "gripper.address": "ftp://host:1"}, "gripper.address"),
 ]

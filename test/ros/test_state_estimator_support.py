@@ -163,8 +163,9 @@ class Topics:
             time.sleep(0.01)
         raise AssertionError(f"no {what} within {timeout} s ({len(self.snapshot())} scene_state received)")
 
-    def latest_stream_status(self, timeout: float = 5.0, after: int = 0) -> dict[str, str]:
-        """Values (and 'level', 'message') of the newest mocap-stream diagnostic status."""
+    def latest_stream_status(self, timeout: float = 5.0, after: int = 0, where=None) -> dict[str, str]:
+        """Values (and 'level', 'message') of the newest mocap-stream diagnostic status (received
+        after the first ``after`` arrays, and satisfying ``where`` if given)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
@@ -176,7 +177,8 @@ class Topics:
                         values["level"] = int.from_bytes(status.level, "little") if isinstance(
                             status.level, bytes) else int(status.level)
                         values["message"] = status.message
-                        return values
+                        if where is None or where(values):
+                            return values
             time.sleep(0.02)
         raise AssertionError("no /diagnostics from the state estimator")
 
@@ -194,6 +196,29 @@ def frame_states(messages: list[SceneState]) -> list[SceneState]:
             kept.append(message)
         previous = max(previous, time_to_seconds(message.header.stamp))
     return kept
+
+
+def settled_states(messages: list[SceneState], *, settle: float = 0.5, stall: float = 0.5) -> list[SceneState]:
+    """States published on a frame with every body valid, without those within ``settle`` s of
+    the first one or of a stall of the stream longer than ``stall`` s (a loaded machine can
+    starve the simulated Motive's thread; after a stall longer than the tracker's
+    ``reinitialize_after``, 0.5 s, the filters restart and converge again, as at start)."""
+    frames = frame_states(messages)
+    kept, since = [], -math.inf
+    previous = None
+    for message in frames:
+        t = time_to_seconds(message.header.stamp)
+        if previous is None or t - previous > stall:
+            since = t
+        previous = t
+        if t - since >= settle and all_valid(message):
+            kept.append(message)
+    return kept
+
+
+def largest_gap(messages: list[SceneState]) -> float:
+    stamps = [time_to_seconds(m.header.stamp) for m in frame_states(messages)]
+    return max(np.diff(stamps), default=0.0)
 
 
 def start_estimator(context, spinning, port: int, **parameters) -> StateEstimatorNode:
@@ -245,6 +270,8 @@ class Errors:
         return float(np.sqrt(np.mean(self.yaw**2)))
 
     def describe(self) -> str:
+        if len(self.position) == 0:
+            return "no states"
         per_body = ", ".join(
             f"{name} {1e3 * np.sqrt(np.mean(self.position[:, i] ** 2)):.3f} mm "
             f"{1e3 * np.sqrt(np.mean(self.speed[:, i] ** 2)):.2f} mm/s"
@@ -273,7 +300,9 @@ def pose_errors(messages: list[SceneState], scene: MovingScene, offset: float) -
         speeds.append(row_s)
         yaws.append(row_y)
     names = ("pusher", *SCENE.object_names)
-    return Errors(np.array(positions), np.array(speeds), np.array(yaws), names)
+    shape = (len(messages), len(names))
+    return Errors(np.array(positions).reshape(shape), np.array(speeds).reshape(shape),
+                  np.array(yaws).reshape(shape[0], shape[1] - 1), names)
 
 
 def free_udp_port() -> int:

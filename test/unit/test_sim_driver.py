@@ -289,7 +289,16 @@ def test_faults_are_delegated_to_the_devices(start_driver):
 def test_the_shipped_settings_file_holds_the_code_defaults():
     loaded = load_driver_settings(CONFIG / "sim_world.yaml")
     assert dataclasses.replace(loaded, config_dir=None) == DriverSettings()
-    assert loaded.bodies_path() == CONFIG / "mocap_bodies.yaml"
+    assert loaded.mocap.bodies_file == "auto"
+
+
+def test_auto_body_maps_use_the_scenes_file_or_the_generated_mapping():
+    fig1 = SimDriver(load_scene(CONFIG / "scenes" / "clutter_fig1.yaml"), DriverSettings())
+    assert fig1.body_map_source == str(CONFIG / "mocap" / "clutter_fig1.yaml")
+    assert fig1.body_map.entries[0].centre_offset[2] < 0  # the file's pivot offsets, not the generated ones
+    isrr = SimDriver(load_scene(CONFIG / "scenes" / "isrr_obstacle.yaml"), DriverSettings())
+    assert isrr.body_map_source.startswith("generated")
+    assert [entry.rigid_body_id for entry in isrr.body_map.entries] == [1, 2]
 
 
 @pytest.mark.parametrize(("data", "field"), [
@@ -309,8 +318,9 @@ def test_settings_errors_name_the_field(data, field):
 
 def test_a_body_mapping_for_another_scene_is_refused_and_the_generated_one_fits():
     scene = load_scene(CONFIG / "scenes" / "isrr_obstacle.yaml")
+    fig1_map = dataclasses.replace(settings().mocap, bodies_file=str(CONFIG / "mocap" / "clutter_fig1.yaml"))
     with pytest.raises(BodyMapError, match="slider"):
-        SimDriver(scene, settings())
+        SimDriver(scene, dataclasses.replace(settings(), mocap=fig1_map))
     generated = dataclasses.replace(settings(), mocap=dataclasses.replace(settings().mocap, bodies_file=None))
     driver = SimDriver(scene, generated)
     assert [(entry.body, entry.rigid_body_id) for entry in driver.body_map.entries] == [("pusher", 1), ("slider", 2)]

@@ -287,3 +287,47 @@ def load_body_map(path: str | Path, scene: Scene | None = None) -> BodyMap:
     except BodyMapError as error:
         raise BodyMapError(f"{path}: {error}") from None
     return body_map
+
+
+AUTO_BODY_MAP = "auto"
+"""Body-map setting: ``config/mocap/<scene name>.yaml`` when it exists, else :func:`default_body_map`."""
+
+BODY_MAP_DIRECTORY = "mocap"
+"""Folder of the config directory holding one body map per scene, named after the scene."""
+
+
+def default_body_map(scene: Scene) -> BodyMap:
+    """The generated mapping: pusher id 1, objects 2, 3, ... in scene order; Motive names =
+    scene names; pivots at the bodies' centres (no offsets)."""
+    entries = [BodyMapEntry(body=PUSHER_BODY, rigid_body_id=1, motive_name=PUSHER_BODY)]
+    entries += [
+        BodyMapEntry(body=name, rigid_body_id=index + 2, motive_name=name)
+        for index, name in enumerate(scene.object_names)
+    ]
+    return BodyMap(tuple(entries))
+
+
+def resolve_body_map(scene: Scene, setting: str, config_directory: str | Path) -> tuple[BodyMap, str]:
+    """The body map a setting names, and a description of where it came from.
+
+    Args:
+        scene: the scene it must map (validated).
+        setting: ``"auto"`` (the scene's own file ``<config>/mocap/<scene name>.yaml`` if it
+            exists, else the generated mapping), ``""`` (the generated mapping), or a file:
+            a path, or a name relative to ``config_directory``.
+        config_directory: the package's config directory.
+    Raises:
+        BodyMapError: naming the file and the entry.
+    """
+    config_directory = Path(config_directory)
+    if setting == "":
+        return default_body_map(scene), "generated (pusher id 1, objects 2, 3, ... in scene order)"
+    if setting == AUTO_BODY_MAP:
+        candidate = config_directory / BODY_MAP_DIRECTORY / f"{scene.name}.yaml"
+        if not candidate.is_file():
+            return default_body_map(scene), f"generated (no {candidate})"
+        return load_body_map(candidate, scene), str(candidate)
+    path = Path(setting).expanduser()
+    if not path.is_absolute() and not path.is_file():
+        path = config_directory / setting
+    return load_body_map(path, scene), str(path)

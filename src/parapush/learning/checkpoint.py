@@ -72,16 +72,19 @@ def load_checkpoint(
 
 
 def export_network(network: CoarseNetwork, metadata: Mapping[str, Any]) -> ExportedNetwork:
-    """The numpy twin of ``network`` (same parameters, float32 values widened to float64)."""
+    """The numpy twin of ``network`` (same float32 parameters; normalisation widened to float64)."""
     check_model_metadata(metadata, "metadata")
     linear_layers = [layer for layer in network.layers if isinstance(layer, torch.nn.Linear)]
 
     def as_numpy(tensor: torch.Tensor) -> np.ndarray:
         return tensor.detach().cpu().numpy().astype(np.float64)
 
+    def as_float32(tensor: torch.Tensor) -> np.ndarray:
+        return np.ascontiguousarray(tensor.detach().cpu().numpy().astype(np.float32))
+
     return ExportedNetwork(
-        weights=tuple(as_numpy(layer.weight).T.copy() for layer in linear_layers),
-        biases=tuple(as_numpy(layer.bias) for layer in linear_layers),
+        weights=tuple(np.ascontiguousarray(as_float32(layer.weight).T) for layer in linear_layers),
+        biases=tuple(as_float32(layer.bias) for layer in linear_layers),
         input_mean=as_numpy(network.input_mean),
         input_scale=as_numpy(network.input_scale),
         output_mean=as_numpy(network.output_mean),

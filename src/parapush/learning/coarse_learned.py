@@ -9,7 +9,12 @@ Prediction for one row (state x, control u, duration T):
    (:mod:`parapush.learning.encoding`) and the network predicts their displacement, yaw
    change and final twist; sliders not involved stay put with zero twist;
 2. the pusher moves kinematically: position + u T, velocity u (the fine model's pusher
-   servo tracks its command within ~0.2 mm over the training data).
+   servo tracks its command within 0.5 mm over the training data);
+3. (``resolve_overlaps``, default on, as in the analytical model) the predicted rows that
+   went through the network are passed through the feasibility projection (ISRR Eq 9,
+   :class:`~parapush.physics.projection.FeasibilityProjector`): the network's residual
+   penetrations (the Eq 5 penalty makes them small on average, not zero: a few mm in
+   4-slider clusters) are removed by minimum translations.
 
 Inference is numpy only (:mod:`parapush.learning.numpy_network`); torch is not needed.
 The model refuses scenes it was not trained for (boxes, more sliders than trained,
@@ -29,6 +34,7 @@ import numpy as np
 from parapush.learning.encoding import EncodingSpec, PusherFrameEncoder
 from parapush.learning.geometry import ModelMismatchError, TrainedGeometry
 from parapush.learning.numpy_network import ExportedNetwork, load_network
+from parapush.physics.projection import FeasibilityProjector
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene, StateLayout
 
@@ -54,7 +60,9 @@ class LearnedCoarseModel:
         scene: a scene of 1..S identical cylinders matching the trained geometry.
         weights_path: an exported network (``python -m parapush.learning.train``); the
             shipped weights when None.
-        ignore_obstacles: accept a scene with obstacles and predict as if they were absent.
+        ignore_obstacles: accept a scene with obstacles and predict as if they were absent
+            (with ``resolve_overlaps`` objects predicted inside an obstacle are moved out).
+        resolve_overlaps: project the network's predictions to states without penetration.
 
     Attributes:
         layout: the scene's state layout.
@@ -66,7 +74,14 @@ class LearnedCoarseModel:
         ModelMismatchError (a ValueError) naming the field when the scene or the weights do not fit.
     """
 
-    def __init__(self, scene: Scene, weights_path: str | Path | None = None, *, ignore_obstacles: bool = False) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        weights_path: str | Path | None = None,
+        *,
+        ignore_obstacles: bool = False,
+        resolve_overlaps: bool = True,
+    ) -> None:
         if not isinstance(scene, Scene):
             raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
         path = shipped_weights_path() if weights_path is None else Path(weights_path)
@@ -93,6 +108,7 @@ class LearnedCoarseModel:
         self.geometry = geometry
         self.layout: StateLayout = scene.layout
         self.encoder = PusherFrameEncoder(encoding, geometry)
+        self.projector = FeasibilityProjector(scene) if resolve_overlaps else None
 
     def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
         """Predict the states after holding each control for its duration.
@@ -129,6 +145,8 @@ class LearnedCoarseModel:
         next_states[:, layout.object_poses] = next_poses.reshape(count, -1)
         next_states[:, layout.pusher_velocity] = controls
         next_states[:, layout.object_twists] = next_twists.reshape(count, -1)
+        if self.projector is not None and np.any(gated):
+            next_states[gated] = self.projector.project(next_states[gated])
         result[finite] = next_states
         return result
 

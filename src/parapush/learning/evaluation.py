@@ -41,6 +41,20 @@ def slider_errors(
     return position, yaw
 
 
+def deepest_penetrations(states: np.ndarray, layout: StateLayout, pusher_radius: float,
+                         slider_radius: float) -> np.ndarray:
+    """(M,) deepest pusher/slider or slider/slider overlap of each state, m (0 when none)."""
+    centres = layout.poses(states)[..., :2]
+    pusher = states[:, layout.pusher_position]
+    deepest = np.max(pusher_radius + slider_radius - np.linalg.norm(centres - pusher[:, None], axis=-1), axis=1)
+    count = centres.shape[1]
+    for first in range(count):
+        for second in range(first + 1, count):
+            overlap = 2.0 * slider_radius - np.linalg.norm(centres[:, first] - centres[:, second], axis=-1)
+            deepest = np.maximum(deepest, overlap)
+    return np.maximum(deepest, 0.0)
+
+
 @dataclass(frozen=True)
 class OneStepErrors:
     """Pooled one-step errors of a model on a set of pushes (mm and degrees).
@@ -57,6 +71,8 @@ class OneStepErrors:
         moved_position_median_mm: median over moved sliders.
         moved_position_p90_mm: 90th percentile over moved sliders.
         moved_yaw_mean_deg: mean over moved sliders.
+        penetration_p95_mm: 95th percentile over pushes of the deepest overlap in the prediction.
+        penetration_max_mm: deepest overlap in any prediction.
         seconds_per_push: the model's wall time per push in this evaluation, s.
     """
 
@@ -71,6 +87,8 @@ class OneStepErrors:
     moved_position_median_mm: float
     moved_position_p90_mm: float
     moved_yaw_mean_deg: float
+    penetration_p95_mm: float
+    penetration_max_mm: float
     seconds_per_push: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +119,8 @@ def evaluate_one_step(
     position, yaw = slider_errors(predicted, reference, scene.layout)
     moved = dataset.slider_moved()[dataset.scene_rows(slider_count), :slider_count]
     moved_position, moved_yaw = position[moved], yaw[moved]
+    geometry = dataset.geometry
+    penetration = deepest_penetrations(predicted, scene.layout, geometry.pusher_radius, geometry.slider_radius)
     return OneStepErrors(
         model=name,
         slider_count=slider_count,
@@ -113,5 +133,7 @@ def evaluate_one_step(
         moved_position_median_mm=1e3 * _statistic(moved_position, np.median),
         moved_position_p90_mm=1e3 * _statistic(moved_position, lambda values: np.percentile(values, 90)),
         moved_yaw_mean_deg=_statistic(np.degrees(moved_yaw), np.mean),
+        penetration_p95_mm=1e3 * _statistic(penetration, lambda values: np.percentile(values, 95)),
+        penetration_max_mm=1e3 * _statistic(penetration, np.max),
         seconds_per_push=seconds / max(int(states.shape[0]), 1),
     )

@@ -9,7 +9,9 @@ File format (``np.savez``; float32 arrays)::
               free-form "dataset", "training" and "validation" summaries.
 
 The forward pass is y = L_L(relu(... relu(L_0((x - input_mean) / input_scale)))) *
-output_scale + output_mean, evaluated in float64 (the float32 weights are widened once).
+output_scale + output_mean. The standardisation is done in float64 and the layers in
+float32, the precision the network was trained in (relative rounding ~1e-7, i.e. a few
+nanometres on the outputs; float32 matrix products are twice as fast as float64 ones).
 """
 
 from __future__ import annotations
@@ -70,8 +72,8 @@ class ExportedNetwork:
     """An MLP evaluated with numpy.
 
     Attributes:
-        weights: per layer (in, out) float64 matrices.
-        biases: per layer (out,) float64 vectors.
+        weights: per layer (in, out) float32 matrices.
+        biases: per layer (out,) float32 vectors.
         input_mean: (F,) feature means.
         input_scale: (F,) feature scales.
         output_mean: (O,) output means.
@@ -115,13 +117,13 @@ class ExportedNetwork:
         features = np.asarray(features, dtype=np.float64)
         if features.ndim != 2 or features.shape[1] != self.input_size:
             raise ValueError(f"features: expected shape (M, {self.input_size}), got {features.shape}")
-        hidden = (features - self.input_mean) / self.input_scale
+        hidden = ((features - self.input_mean) / self.input_scale).astype(np.float32)
         last = len(self.weights) - 1
         for index, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
             hidden = hidden @ weight + bias
             if index < last:
                 np.maximum(hidden, 0.0, out=hidden)
-        return hidden * self.output_scale + self.output_mean
+        return hidden.astype(np.float64) * self.output_scale + self.output_mean
 
     def save(self, path: str | Path) -> Path:
         """Write float32 weights and the metadata to ``path`` (.npz, uncompressed)."""
@@ -163,8 +165,8 @@ def load_network(
         if layers != list(range(len(layers))):
             raise ModelMismatchError(f"{path}: layers {layers} are not numbered 0..L")
         network = ExportedNetwork(
-            weights=tuple(archive[f"layer{index}_weight"].astype(np.float64) for index in layers),
-            biases=tuple(archive[f"layer{index}_bias"].astype(np.float64) for index in layers),
+            weights=tuple(archive[f"layer{index}_weight"].astype(np.float32) for index in layers),
+            biases=tuple(archive[f"layer{index}_bias"].astype(np.float32) for index in layers),
             input_mean=archive["input_mean"].astype(np.float64),
             input_scale=archive["input_scale"].astype(np.float64),
             output_mean=archive["output_mean"].astype(np.float64),

@@ -20,7 +20,10 @@ Topics, services
     latency, DDS latency and a dead estimator all age the estimate.
 ``twist_topic`` (geometry_msgs/TwistStamped, published; default MoveIt Servo's input)
     At ``rate`` Hz while a control is active or the pusher is still decelerating, then zero
-    ``stop_repeats`` times, then silence until the next control. ``frame_id = base_frame``;
+    ``stop_repeats`` times, then silence until the next control. The commands come from a
+    dedicated thread ticking on an absolute 1/``rate`` grid (a late tick is not made up: the
+    next one stays on the grid), not from an executor timer, so subscription callbacks cannot
+    delay them; the controls' schedule is absolute, so jitter never stretches a control. ``frame_id = base_frame``;
     the table-frame velocity is rotated by ``table_to_base`` (angular velocity zero).
     Every command goes through the :class:`~parapush.execution.safety.SafetyFilter`
     (speed, workspace braking envelope, acceleration, stale/invalid state, latched stop).
@@ -73,6 +76,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TwistStamped
 from parareal_pushing.msg import ControlSequence, SceneState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import InvalidNamespaceException, InvalidTopicNameException
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
@@ -488,6 +492,7 @@ class ExecutorNode(Node):
         self._table_frame = values["table_frame"]
         self._log_throttled = ThrottledLog(self.get_logger(), values["log_throttle_period"])
         self._output_lock = threading.Lock()
+        self._stats_lock = threading.Lock()  # the counters are updated from several threads
         self._counts: Counter[str] = Counter()
         self._limits: Counter[str] = Counter()
         self._refusals: Counter[str] = Counter()
@@ -502,7 +507,30 @@ class ExecutorNode(Node):
             except BaseException:
                 self.destroy_node()
                 raise
-        self._twist_publisher = self.create_publisher(TwistStamped, values["twist_topic"], 10)
+        try:
+            self._create_interfaces(values)
+        except BaseException:
+            if self.gripper is not None:
+                self.gripper.close()  # no longer polled; the fingers stay closed on the tool
+            self.destroy_node()
+            raise
+        if self.gripper is not None:
+            self.gripper.start()
+        limits = settings.limits
+        self.get_logger().info(
+            f"ready: {values['rate']:g} Hz TwistStamped on '{values['twist_topic']}' in '{values['base_frame']}'; "
+            f"workspace x [{limits.x_min_m}, {limits.x_max_m}] y [{limits.y_min_m}, {limits.y_max_m}] m, "
+            f"{limits.max_speed_m_s} m/s, {limits.max_acceleration_m_s2} m/s^2, stale after "
+            f"{limits.stale_state_timeout_s} s; gripper: "
+            + (self.gripper.snapshot().endpoint + " (tool held)" if self.gripper is not None else "disabled")
+        )
+
+    def _create_interfaces(self, values: dict) -> None:
+        """Publishers, subscriptions, services, the command thread and the timers."""
+        try:
+            self._twist_publisher = self.create_publisher(TwistStamped, values["twist_topic"], 10)
+        except (InvalidTopicNameException, InvalidNamespaceException) as error:
+            raise ParameterError(f"parameter 'twist_topic': {error}") from None
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(ControlSequence, "controls", self._on_controls, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup())
@@ -517,16 +545,10 @@ class ExecutorNode(Node):
         self.create_timer(values["watchdog_period"], self._watchdog, callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(values["diagnostics_period"], self._publish_diagnostics,
                           callback_group=MutuallyExclusiveCallbackGroup())
-        if self.gripper is not None:
-            self.gripper.start()
-        limits = settings.limits
-        self.get_logger().info(
-            f"ready: {values['rate']:g} Hz TwistStamped on '{values['twist_topic']}' in '{values['base_frame']}'; "
-            f"workspace x [{limits.x_min_m}, {limits.x_max_m}] y [{limits.y_min_m}, {limits.y_max_m}] m, "
-            f"{limits.max_speed_m_s} m/s, {limits.max_acceleration_m_s2} m/s^2, stale after "
-            f"{limits.stale_state_timeout_s} s; gripper: "
-            + (self.gripper.snapshot().endpoint + " (tool held)" if self.gripper is not None else "disabled")
-        )
+
+    def _count(self, key: str, amount: int = 1, counter: Counter[str] | None = None) -> None:
+        with self._stats_lock:
+            (self._counts if counter is None else counter)[key] += amount
 
     # -- gripper -------------------------------------------------------------------------------
     def _start_gripper(self, values: dict) -> GripperMonitor:
@@ -570,9 +592,9 @@ class ExecutorNode(Node):
             float(v) for v in command.angular
         )
         self._twist_publisher.publish(message)
-        self._counts["commands_sent"] += 1
+        self._count("commands_sent")
         if command.is_zero:
-            self._counts["zero_commands_sent"] += 1
+            self._count("zero_commands_sent")
         else:
             self._last_nonzero_publish = time.monotonic()
 
@@ -585,7 +607,7 @@ class ExecutorNode(Node):
             return  # e.g. "no estimate yet" while idle: nothing was limited or refused
         for action in step.safe.actions:
             reason = action.reason
-            self._limits[reason.value] += 1
+            self._count(reason.value, counter=self._limits)
             severity = "info" if reason in _INFO_REASONS else "warning"
             self._log_throttled(f"limit:{reason.value}", severity, f"[{reason.value}] {action.message}")
 
@@ -603,7 +625,7 @@ class ExecutorNode(Node):
             deadline += self._period
             now = time.monotonic()
             if deadline <= now:  # late: stay on the grid, skip the missed ticks
-                self._counts["late_ticks"] += 1
+                self._count("late_ticks")
                 deadline += math.ceil((now - deadline) / self._period) * self._period
             self._stop_commands.wait(deadline - now)
 
@@ -619,7 +641,7 @@ class ExecutorNode(Node):
                 reasons = [a for a in step.safe.actions if a.reason in _ABORTING_REASONS]
                 if reasons:
                     dropped = self.executor_core.replace([])
-                    self._counts["controls_aborted"] += dropped
+                    self._count("controls_aborted", dropped)
                     text = "; ".join(f"[{a.reason.value}] {a.message}" for a in reasons)
                     self._log_throttled("abort", "error",
                                         f"control aborted, {dropped} queued control(s) dropped: {text}")
@@ -632,7 +654,7 @@ class ExecutorNode(Node):
                 return
             step = self.executor_core.watchdog()
             if step is not None:
-                self._counts["watchdog_stops"] += 1
+                self._count("watchdog_stops")
                 self._emit(step, moving_before=True)
 
     def _halt(self, message: str) -> None:
@@ -650,19 +672,19 @@ class ExecutorNode(Node):
                 return
             step = self.executor_core.stop(message)
             self._latch_reason = f"{source}: {message}"
-            self._counts[f"latched_stops.{source}"] += 1
+            self._count(f"latched_stops.{source}")
             if step.publish:
                 self._publish(step.command)
         self.get_logger().error(f"stop latched by {source}: {message}; zero velocity until ~/reset")
 
     # -- inputs --------------------------------------------------------------------------------
     def _on_controls(self, message: ControlSequence) -> None:
-        self._counts["control_messages"] += 1
+        self._count("control_messages")
         if not message.controls:
             with self._output_lock:
                 if self._closed:
                     return
-                self._counts["stop_requests"] += 1
+                self._count("stop_requests")
                 self._halt("empty ControlSequence: stop requested")
             self.get_logger().info("empty ControlSequence: stopped")
             return
@@ -680,10 +702,10 @@ class ExecutorNode(Node):
                 refused = None
                 if self.values["queue_mode"] == "replace":
                     dropped = self.executor_core.replace(controls, start_time_s=start)
-                    self._counts["controls_replaced"] += dropped
+                    self._count("controls_replaced", dropped)
                 else:
                     self.executor_core.enqueue(controls, start_time_s=start)
-                self._counts["controls_accepted"] += len(controls)
+                self._count("controls_accepted", len(controls))
         if refused is not None:
             self._refuse(refused.reason, refused.message)
 
@@ -721,7 +743,7 @@ class ExecutorNode(Node):
         return controls, time.monotonic() + offset
 
     def _refuse(self, reason: str, message: str) -> None:
-        self._refusals[reason] += 1
+        self._count(reason, counter=self._refusals)
         with self._output_lock:
             if not self._closed:
                 self._halt(f"ControlSequence refused: {message}")
@@ -731,14 +753,14 @@ class ExecutorNode(Node):
     def _on_state(self, message: SceneState) -> None:
         frame = message.header.frame_id
         if frame and frame != self._table_frame:
-            self._counts["states_rejected"] += 1
+            self._count("states_rejected")
             self._log_throttled("state_frame", "error",
                                 f"scene_state in frame {frame!r} ignored: expected {self._table_frame!r} "
                                 "(the estimate will go stale and stop the pusher)")
             return
         stamp = time_to_seconds(message.header.stamp)
         if stamp == 0.0:
-            self._counts["states_rejected"] += 1
+            self._count("states_rejected")
             self._log_throttled("state_stamp", "error",
                                 "scene_state without a stamp ignored: its age cannot be checked")
             return
@@ -749,7 +771,7 @@ class ExecutorNode(Node):
         if message.pusher.valid and math.isfinite(age) and age > 0.0:
             measured = min(measured, now - age)
         self._last_state_stamp = measured
-        self._counts["states_received"] += 1
+        self._count("states_received")
         self.executor_core.update_pusher((message.pusher.x, message.pusher.y), stamp_s=measured,
                                          valid=bool(message.pusher.valid))
 
@@ -797,8 +819,9 @@ class ExecutorNode(Node):
         latched = self.executor_core.stop_latched
         state_age = now - self._last_state_stamp
         limits = self.executor_core.settings.limits
-        with self._output_lock:
+        with self._stats_lock:
             counts, limit_counts, refusals = dict(self._counts), dict(self._limits), dict(self._refusals)
+        with self._output_lock:
             latch_reason = self._latch_reason
         executor = DiagnosticStatus(name=f"{self.get_name()}: velocity commands", hardware_id=self.values["base_frame"])
         if latched:

@@ -358,6 +358,8 @@ class StateEstimatorNode(Node):
 
         self._lock = threading.Lock()  # tracker swaps, resolution state
         self._publish_lock = threading.Lock()  # publications from the receive thread and the timers
+        self._stamp_lock = threading.Lock()
+        self._last_stamp = (math.nan, -math.inf)  # (monotonic, ROS) stamp of the last snapshot
         self._tracker: SceneTracker | None = (
             SceneTracker(self.scene, self.body_map, self.transform, self.tracker_settings)
             if self.body_map.is_resolved
@@ -587,8 +589,13 @@ class StateEstimatorNode(Node):
         if taken != now:  # retried: the clock pair again
             now = taken
             ros_now = self.get_clock().now().nanoseconds * 1e-9
-        # monotonic -> ROS time: the snapshot's age, subtracted from the ROS clock now.
-        return publishable_snapshot(snapshot, ros_now - (now - snapshot.stamp)), now
+        with self._stamp_lock:
+            if snapshot.stamp == self._last_stamp[0]:  # same measurement (heartbeat): the same stamp
+                ros_stamp = self._last_stamp[1]
+            else:  # monotonic -> ROS time: the snapshot's age, subtracted from the ROS clock now
+                ros_stamp = max(ros_now - (now - snapshot.stamp), self._last_stamp[1])
+                self._last_stamp = (snapshot.stamp, ros_stamp)
+        return publishable_snapshot(snapshot, ros_stamp), now
 
     def _publish_state(self) -> None:
         with self._publish_lock:

@@ -78,7 +78,14 @@ from typing import Any
 import numpy as np
 import yaml
 
-from parapush.estimation.body_map import PUSHER_BODY, BodyMap, BodyMapEntry, BodyMapError, load_body_map
+from parapush.estimation.body_map import (
+    AUTO_BODY_MAP,
+    PUSHER_BODY,
+    BodyMapEntry,
+    BodyMapError,
+    default_body_map,
+    resolve_body_map,
+)
 from parapush.estimation.rotations import (
     canonical_quaternion,
     quaternion_conjugate,
@@ -86,6 +93,7 @@ from parapush.estimation.rotations import (
     yaw_quaternion,
 )
 from parapush.estimation.table_frame import TableFrameError, TableTransform, table_transform_from_dict
+from parapush.graph import config_dir as package_config_dir
 from parapush.natnet.models import RigidBodyDescription
 from parapush.robotiq.device_model import DeviceModelSettings
 from parapush.robotiq.registers import GripperStatus
@@ -167,8 +175,10 @@ class MocapStreamSettings:
 
     Attributes:
         server: the NatNet server (ports, rate, version, latency, UDP loss ``drop_probability``).
-        bodies_file: the estimator's body mapping file (relative paths: to the settings file's
-            directory), or None for :func:`default_body_map`.
+        bodies_file: the estimator's body mapping: ``"auto"`` (``config/mocap/<scene name>.yaml``
+            when it exists, else the generated mapping), a file (relative paths: to the settings
+            file's directory), or None for the generated mapping (see
+            :func:`parapush.estimation.body_map.resolve_body_map`).
         mocap_to_table: the mocap -> table transform (the estimator's convention).
         noise: measurement noise of the streamed poses.
         seed: seed of the measurement noise.
@@ -177,7 +187,7 @@ class MocapStreamSettings:
     """
 
     server: MocapServerSettings = field(default_factory=MocapServerSettings)
-    bodies_file: str | None = "mocap_bodies.yaml"
+    bodies_file: str | None = AUTO_BODY_MAP
     mocap_to_table: TableTransform = field(default_factory=TableTransform.y_up)
     noise: MocapNoiseSettings = field(default_factory=MocapNoiseSettings)
     seed: int = 0
@@ -308,19 +318,6 @@ class DriverSettings:
             config_dir=config_dir,
         )
 
-    def bodies_path(self) -> Path | None:
-        """The body mapping file, resolved, or None for the generated mapping."""
-        if self.mocap.bodies_file is None:
-            return None
-        path = Path(self.mocap.bodies_file).expanduser()
-        if path.is_absolute():
-            return path
-        if self.config_dir is not None:
-            return self.config_dir / path
-        from parapush.graph import config_dir
-
-        return config_dir() / path
-
 
 def load_driver_settings(path: str | Path) -> DriverSettings:
     """Read driver settings (``config/sim_world.yaml``); errors name the file and the field."""
@@ -335,16 +332,6 @@ def load_driver_settings(path: str | Path) -> DriverSettings:
         return DriverSettings.from_mapping(data, config_dir=path.resolve().parent)
     except DriverSettingsError as error:
         raise DriverSettingsError(f"{path}: {error}") from None
-
-
-def default_body_map(scene: Scene) -> BodyMap:
-    """Pusher id 1, objects 2, 3, ... in scene order; Motive names = scene names; pivots at the centres."""
-    entries = [BodyMapEntry(body=PUSHER_BODY, rigid_body_id=1, motive_name=PUSHER_BODY)]
-    entries += [
-        BodyMapEntry(body=name, rigid_body_id=index + 2, motive_name=name)
-        for index, name in enumerate(scene.object_names)
-    ]
-    return BodyMap(tuple(entries))
 
 
 @dataclass(frozen=True)
@@ -412,14 +399,14 @@ class SimDriver:
             raise TypeError(f"settings: expected DriverSettings, got {type(settings).__name__}")
         self.scene = scene
         self.settings = settings
-        bodies_path = settings.bodies_path()
-        if bodies_path is None:
-            self.body_map = default_body_map(scene)
-        else:
-            self.body_map = load_body_map(bodies_path, scene)
+        self.body_map, self.body_map_source = resolve_body_map(
+            scene,
+            "" if settings.mocap.bodies_file is None else settings.mocap.bodies_file,
+            settings.config_dir if settings.config_dir is not None else package_config_dir(),
+        )
         if not self.body_map.is_resolved:
             missing = [entry.body for entry in self.body_map.entries if entry.rigid_body_id is None]
-            raise BodyMapError(f"{bodies_path}: the simulated Motive needs a streaming id for {missing}")
+            raise BodyMapError(f"{self.body_map_source}: the simulated Motive needs a streaming id for {missing}")
         rigid = settings.gripper.coupling == "rigid"
         world_settings = dataclasses.replace(settings.world, pusher_held_at_start=rigid)
         self.world = SimWorld(scene, world_settings)

@@ -42,7 +42,7 @@ DURATION = 1.0  # s
 MAX_SPEED = 0.1  # m/s
 FIRST_GAP = 0.1  # m, slider 1 at most this far beyond touching, along x
 NEIGHBOUR_GAP = 0.1  # m, surface gap of further sliders to an anchor slider
-AXIS_RANGE = (1e-4, 0.04)  # m, the journal's log axis
+AXIS_RANGE = (1e-6, 0.04)  # m; the journal draws 1e-4..0.04, extended down so no iterate is cut off
 COST_ROWS = 64
 
 

@@ -393,41 +393,48 @@ def runs_text(runs: list[dict]) -> str:
 
 def figure(summary: dict, settings: dict) -> Figure:
     groups = [g for g in ("obstacle", "clutter") if g in summary] or list(summary)
-    fig = Figure(figsize=(6.0 * len(groups), 7.5))
+    fig = Figure(figsize=(6.0 * len(groups), 8.0), layout="constrained")
     axes = fig.subplots(2, len(groups), squeeze=False)
-    titles = {"obstacle": "ISRR obstacle scenes", "clutter": "clutter scenes (4 objects)", "all": "all scenes"}
+    titles = {"obstacle": "ISRR obstacle scenes (1 object)", "clutter": "clutter scenes (4 objects)", "all": "all"}
     for column, group in enumerate(groups):
         per_model = summary[group]
         names = list(per_model)
         x = np.arange(len(names))
         planning = np.array([per_model[m]["planning_time_success"] for m in names])
         execution = np.array([per_model[m]["execution_time_success"] for m in names])
+        total = planning + execution
         ci = np.array([per_model[m]["total_time_success_ci95"] for m in names])
         top = axes[0, column]
         top.bar(x, np.nan_to_num(execution), color="0.75", label="execution (simulated)")
         top.bar(x, np.nan_to_num(planning), bottom=np.nan_to_num(execution), color="tab:blue", label="planning (wall)")
-        top.errorbar(x, planning + execution, yerr=np.nan_to_num(ci), fmt="none", ecolor="k", capsize=4)
+        top.errorbar(x, total, yerr=np.nan_to_num(ci), fmt="none", ecolor="k", capsize=4)
+        ceiling = float(np.nanmax(np.concatenate([total + np.nan_to_num(ci), [1.0]])))
         for i, m in enumerate(names):
             s = per_model[m]
-            height = planning[i] + execution[i]
-            label = f"{s['successes']}/{s['runs']}" if math.isfinite(height) else f"0/{s['runs']}\nno success"
-            top.text(i, np.nan_to_num(height) + 1, label, ha="center", va="bottom", fontsize=8)
+            if math.isfinite(total[i]):
+                label, height = f"{total[i]:.0f} s\n{s['successes']}/{s['runs']} ok", total[i] + np.nan_to_num(ci[i])
+            else:
+                label, height = f"no success\n0/{s['runs']}", 0.0
+            top.text(i, height + 0.01 * ceiling, label, ha="center", va="bottom", fontsize=8)
+        top.set_ylim(0, 1.2 * ceiling)
         top.set_xticks(x, names, rotation=25, ha="right", fontsize=8)
-        top.set_ylabel("total task time of successful runs, s")
+        top.set_ylabel("mean total task time of successful runs, s")
         top.set_title(titles.get(group, group))
         top.legend(fontsize=8, loc="upper left")
         bottom = axes[1, column]
-        bottom.bar(x, [100 * per_model[m]["success_rate"] for m in names], color="tab:green")
+        rates = [100 * per_model[m]["success_rate"] for m in names]
+        bottom.bar(x, rates, color="tab:green")
+        for i, m in enumerate(names):
+            bottom.text(i, rates[i] + 1, f"{per_model[m]['successes']}/{per_model[m]['runs']}", ha="center", fontsize=8)
         bottom.set_xticks(x, names, rotation=25, ha="right", fontsize=8)
-        bottom.set_ylim(0, 105)
+        bottom.set_ylim(0, 112)
         bottom.set_ylabel("success rate, %")
     fig.suptitle(
         f"MPC pushing, fine-model world: {settings['max_iterations']} optimizer iterations/re-plan, "
-        f"S={settings['samples']}, N={settings['horizon']}, {settings['cores']} cores, schedule forced "
+        f"S={settings['samples']}, N={settings['horizon']}, {settings['cores']} cores, Parareal schedule forced "
         f"'{settings['schedule']}'",
         fontsize=9,
     )
-    fig.tight_layout()
     return fig
 
 
@@ -472,15 +479,25 @@ def report(runs: list[dict], settings: dict, name: str, payload_extra: dict) -> 
 # -- main -------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"scenes {QUICK_SCENES}, models {QUICK_MODELS}, "
-                        f"{QUICK_MAX_ITERATIONS} iterations, {QUICK_MAX_CONTROLS} controls")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"scenes {QUICK_SCENES}, models {QUICK_MODELS}, "
+        f"{QUICK_MAX_ITERATIONS} iterations, {QUICK_MAX_CONTROLS} controls",
+    )
     parser.add_argument("--scenes", nargs="+", help="scene names (config/scenes/<name>.yaml) or paths")
     parser.add_argument("--models", nargs="+", choices=MODELS, help="models (default: all)")
-    parser.add_argument("--max-iterations", type=int, help=f"optimizer iterations per re-plan (default "
-                        f"{DEFAULT_MAX_ITERATIONS}, quick {QUICK_MAX_ITERATIONS})")
+    parser.add_argument(
+        "--max-iterations",
+        type=int,
+        help=f"optimizer iterations per re-plan (default {DEFAULT_MAX_ITERATIONS}, quick {QUICK_MAX_ITERATIONS})",
+    )
     parser.add_argument("--time-budget", type=float, default=None, help="s of wall time per re-plan (default none)")
-    parser.add_argument("--max-controls", type=int, help="controls before failure (default: planner.yaml, 20; "
-                        f"quick {QUICK_MAX_CONTROLS})")
+    parser.add_argument(
+        "--max-controls",
+        type=int,
+        help=f"controls before failure (default: planner.yaml, 20; quick {QUICK_MAX_CONTROLS})",
+    )
     parser.add_argument("--seed", type=int, default=0, help="optimizer seed (default 0)")
     parser.add_argument("--backend", default="threads", choices=("serial", "threads", "processes"))
     parser.add_argument("--workers", type=int, default=None, help="fine workers (default one per core)")
@@ -512,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     json_path = RESULTS / f"{name}.json"
     previous: list[dict] = []
+    previous_notes: list[str] = []
+    previous_wall = 0.0
     if args.append or args.report:
         if not json_path.is_file():
             if args.report:
@@ -523,17 +542,21 @@ def main(argv: list[str] | None = None) -> int:
             elif stored["settings"] != jsonable(settings):
                 sys.exit(f"--append: settings differ from {json_path}:\n{stored['settings']}\nvs\n{jsonable(settings)}")
             previous = [restore_nan(run) for run in stored["runs"]]
+            previous_notes = list(stored.get("notes", []))
+            previous_wall = float(stored.get("benchmark_wall_time") or 0.0)
     if args.report:
-        report(previous, settings, name, {})
+        report(previous, settings, name, {"notes": previous_notes, "benchmark_wall_time": previous_wall})
         return 0
 
     scene_names = args.scenes or (list(QUICK_SCENES) if args.quick else benchmark_scene_names())
     models = args.models or (list(QUICK_MODELS) if args.quick else list(MODELS))
     weights = learned_weights()
-    notes = []
+    notes = list(previous_notes)
     if LEARNED in models and weights is None:
-        notes.append(f"{LEARNED} skipped: no learned coarse model weights (parapush/data/learned_coarse_model.npz)")
-        print("note: " + notes[-1])
+        note = f"{LEARNED} skipped: no learned coarse model weights (parapush/data/learned_coarse_model.npz)"
+        print("note: " + note)
+        if note not in notes:
+            notes.append(note)
         models.remove(LEARNED)
     print(settings_header(settings))
     runs: list[dict] = []
@@ -548,11 +571,22 @@ def main(argv: list[str] | None = None) -> int:
                 record = run_one(scene_name, scene, model, config, args)
             except Exception as error:  # noqa: BLE001 - a model that cannot be built is a reported ERROR
                 record = {
-                    "scene": scene_name, "kind": scene_kind(scene), "model": model, "outcome": MpcOutcome.ERROR.name,
-                    "success": False, "failure_reason": f"{type(error).__name__}: {error}", "controls": 0, "plans": 0,
-                    "planning_time": math.nan, "planning_time_per_step": math.nan, "prediction_cpu_time": math.nan,
-                    "execution_time": 0.0, "total_time": math.nan, "final_distance": math.nan,
-                    "one_step_target_error_mean": math.nan, "load_average_before": load_average(),
+                    "scene": scene_name,
+                    "kind": scene_kind(scene),
+                    "model": model,
+                    "outcome": MpcOutcome.ERROR.name,
+                    "success": False,
+                    "failure_reason": f"{type(error).__name__}: {error}",
+                    "controls": 0,
+                    "plans": 0,
+                    "planning_time": math.nan,
+                    "planning_time_per_step": math.nan,
+                    "prediction_cpu_time": math.nan,
+                    "execution_time": 0.0,
+                    "total_time": math.nan,
+                    "final_distance": math.nan,
+                    "one_step_target_error_mean": math.nan,
+                    "load_average_before": load_average(),
                 }
             runs.append(record)
             print(
@@ -565,7 +599,12 @@ def main(argv: list[str] | None = None) -> int:
             )
     done = {(run["scene"], run["model"]) for run in runs}
     merged = [run for run in previous if (run["scene"], run["model"]) not in done]
-    report(merged + runs, settings, name, {"notes": notes, "benchmark_wall_time": time.perf_counter() - started})
+    report(
+        merged + runs,
+        settings,
+        name,
+        {"notes": notes, "benchmark_wall_time": previous_wall + time.perf_counter() - started},
+    )
     return 0
 
 

@@ -37,6 +37,9 @@ BASE_PARAMETERS = {
     "rate": RATE_HZ,
     "diagnostics_period": 0.2,
     "log_throttle_period": 0.5,
+    # The fake arm shares this process (and 2 busy cores) with the node: a 0.1 s stale timeout
+    # would now and then stop a test's motion; the stale-state tests set the shipped 0.1 s.
+    "limits.stale_state_timeout": 0.3,
 }
 
 

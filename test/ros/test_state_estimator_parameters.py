@@ -66,9 +66,9 @@ def natnet_threads() -> list[threading.Thread]:
 
 def bad_files(tmp_path):
     unknown = tmp_path / "unknown_body.yaml"
-    unknown.write_text((CONFIG / "mocap_bodies.yaml").read_text() + "  - {body: ghost, id: 9}\n")
+    unknown.write_text((CONFIG / "mocap" / "clutter_fig1.yaml").read_text() + "  - {body: ghost, id: 9}\n")
     duplicate = tmp_path / "duplicate_id.yaml"
-    duplicate.write_text((CONFIG / "mocap_bodies.yaml").read_text().replace("id: 3", "id: 2"))
+    duplicate.write_text((CONFIG / "mocap" / "clutter_fig1.yaml").read_text().replace("id: 3", "id: 2"))
     missing = tmp_path / "missing_body.yaml"
     missing.write_text("bodies:\n  - {body: pusher, id: 1}\n  - {body: target, id: 2}\n")
     zero_quaternion = tmp_path / "zero_quaternion.yaml"
@@ -81,7 +81,7 @@ def bad_files(tmp_path):
         ("body_map_file", str(unknown), "'ghost' is not a body"),
         ("body_map_file", str(duplicate), "duplicate id 2"),
         ("body_map_file", str(missing), "needs a mocap body for"),
-        ("body_map_file", "no_such_map.yaml", "neither a file"),
+        ("body_map_file", "no_such_map.yaml", "cannot read body mapping"),
         ("table_transform_file", "no_such_transform.yaml", "neither a file"),
         ("table_transform_file", str(zero_quaternion), "quaternion"),
         ("table_transform_file", str(not_yaml), "invalid YAML"),
@@ -231,11 +231,24 @@ def test_frame_gate_rejects_damaged_stamps():
     assert lenient.check(frame(1, 9.0, good[1].mid_exposure_ticks), frequency)[0] is None
 
 
-def test_default_body_map_is_the_simulated_drivers():
-    from parapush.sim.driver import default_body_map
+def test_body_map_setting_follows_the_shared_rule(ros_context):
+    """auto: config/mocap/<scene>.yaml, else generated; "": generated (as the simulated driver)."""
+    from parapush.estimation.body_map import default_body_map
 
-    assert state_estimator.default_body_map(SCENE) == default_body_map(SCENE)
-    assert load_body_map(CONFIG / "mocap_bodies.yaml", SCENE) == BODY_MAP
+    for scene_file, setting, expected in [
+        ("clutter_fig1.yaml", "auto", load_body_map(CONFIG / "mocap" / "clutter_fig1.yaml", SCENE)),
+        ("clutter_fig1.yaml", "", default_body_map(SCENE)),
+        ("isrr_obstacle.yaml", "auto", None),  # no config/mocap/isrr_obstacle.yaml: generated
+    ]:
+        node = StateEstimatorNode(context=ros_context, parameter_overrides=[
+            Parameter("scene_file", value=scene_file), Parameter("body_map_file", value=setting),
+            Parameter("command_port", value=free_udp_port())])
+        try:
+            assert node.body_map == (expected or default_body_map(node.scene)), (scene_file, setting)
+            values = {pair.key: pair.value for pair in node.diagnostics()[0].values}
+            assert values["body_map"] == node.body_map_source
+        finally:
+            node.close()
 
 
 def test_diagnostics_levels_without_a_tracker_are_errors(ros_context, tmp_path):

@@ -5,7 +5,7 @@ simulated driver with the shipped configuration (real UDP, real DDS).
   (ids changed in Motive) re-resolves it; definitions that contradict the mapping stop
   tracking (every body stale, /diagnostics at ERROR naming the entry) until they fit again;
 * multicast reception, with ``scene_state`` on a 50 Hz timer instead of on every frame;
-* the simulated driver (MuJoCo world + NatNet server) with config/mocap_bodies.yaml and
+* the simulated driver (MuJoCo world + NatNet server) with config/mocap/clutter_fig1.yaml (body_map_file auto) and
   config/table_transform.yaml: the estimator recovers the world's poses.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,6 +37,7 @@ from parapush.estimation.body_map import load_body_map
 from parapush.estimation.rotations import yaw_about_z
 from parapush.estimation.table_frame import load_table_transform
 from parapush.nodes.conversions import time_to_seconds
+from parapush.nodes.state_estimator import PARAMETERS
 from parapush.sim.mocap_server import MocapServer, MocapServerSettings
 
 pytestmark = pytest.mark.timeout(60)
@@ -172,7 +172,7 @@ def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning
 
 
 def test_simulated_driver_with_the_shipped_configuration(ros_context, spinning):
-    """config/state_estimator.yaml's files (mocap_bodies.yaml, table_transform.yaml) against the
+    """The node's default files (config/mocap/clutter_fig1.yaml, table_transform.yaml) against the
     simulated driver configured by config/sim_world.yaml's conventions: the world's poses."""
     from parapush.sim.driver import DriverSettings, GripperLinkSettings, MocapStreamSettings, SimDriver
     from parapush.sim.world import WorldSettings
@@ -221,4 +221,6 @@ def test_shipped_transform_matches_the_simulated_driver():
     shipped = load_table_transform(CONFIG / "table_transform.yaml")
     np.testing.assert_allclose(shipped.rotation, driver.mocap.mocap_to_table.rotation, atol=1e-12)
     np.testing.assert_allclose(shipped.translation, driver.mocap.mocap_to_table.translation, atol=1e-12)
-    assert Path(driver.mocap.bodies_file).name == "mocap_bodies.yaml"  # the node's default body_map_file
+    defaults = {spec.name: spec.default for spec in PARAMETERS}
+    assert driver.mocap.bodies_file == defaults["body_map_file"] == "auto"  # one body-map rule
+    assert defaults["table_transform_file"] == "table_transform.yaml"

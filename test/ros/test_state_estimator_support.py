@@ -26,7 +26,7 @@ from parareal_pushing.msg import SceneState
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 
-from parapush.estimation.body_map import BodyMap, load_body_map
+from parapush.estimation.body_map import BodyMap, resolve_body_map
 from parapush.estimation.rotations import quaternion_conjugate, quaternion_multiply, quaternion_to_matrix
 from parapush.estimation.table_frame import TableTransform
 from parapush.graph import config_dir
@@ -38,7 +38,7 @@ from parapush.sim.noise import MocapNoise, MocapNoiseSettings
 
 CONFIG = config_dir()
 SCENE = load_scene(CONFIG / "scenes" / "clutter_fig1.yaml")
-BODY_MAP = load_body_map(CONFIG / "mocap_bodies.yaml", SCENE)
+BODY_MAP, _ = resolve_body_map(SCENE, "auto", CONFIG)  # config/mocap/clutter_fig1.yaml, the node's default
 RATE_HZ = 120.0
 NOISE = MocapNoiseSettings(position_std=0.0005, orientation_std=0.003)
 #: A calibrated-looking transform (Y-up Motive, turned and shifted against the table).
@@ -240,12 +240,12 @@ def write_transform(directory: Path, text: str = TRANSFORM_TEXT) -> Path:
 def ros_minus_monotonic() -> float:
     """Offset of the nodes' ROS (system) clock from time.monotonic(), s."""
     samples = []
-    for _ in range(5):
+    for _ in range(20):
         before = time.monotonic()
         wall = time.time()
         after = time.monotonic()
-        samples.append(wall - 0.5 * (before + after))
-    return float(np.median(samples))
+        samples.append((after - before, wall - 0.5 * (before + after)))
+    return min(samples)[1]  # the shortest bracket
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ SCENE = {
 }
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+def free_port(kind=socket.SOCK_DGRAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
@@ -68,11 +68,13 @@ def run_files(tmp_path):
 def test_bringup_pushes_to_the_goal_and_shuts_down_cleanly(run_files, tmp_path):
     scene_path, planner_path = run_files
     domain = int(os.environ["ROS_DOMAIN_ID"]) % 100 + 130
-    command_port = free_udp_port()
+    command_port = free_port()
+    gripper_port = free_port(socket.SOCK_STREAM)
     overrides = {
-        "sim_driver": {"natnet_command_port": command_port, "natnet_data_port": free_udp_port(),
-                       "gripper_tcp_port": 0, "seed": 3},
+        "sim_driver": {"natnet_command_port": command_port, "natnet_data_port": free_port(),
+                       "gripper_tcp_port": gripper_port, "seed": 3},
         "state_estimator": {"command_port": command_port},
+        "executor": {"gripper.address": f"tcp://127.0.0.1:{gripper_port}"},
         "mpc": {"planner_config": str(planner_path)},
     }
     bringup = Bringup("sim", str(scene_path), overrides, tmp_path / "logs",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from parapush.learning.coarse_learned import LearnedCoarseModel, shipped_weights_path
-from parapush.learning.dataset import DatasetConfig, generate_dataset
+from parapush.learning.dataset import DatasetConfig, default_geometry, generate_dataset
 from parapush.learning.evaluation import evaluate_one_step
 from parapush.learning.geometry import ModelMismatchError
 from parapush.learning.sampling import PushSamplingConfig
@@ -208,3 +208,16 @@ def test_drives_parareal_to_the_fine_solution():
               for iterate in result.iterates]
     assert errors[-1] < 1e-9
     assert errors[1] < errors[0]
+
+
+def test_shipped_weights_were_trained_on_the_current_fine_model_and_scene_defaults():
+    """Fails when the fine model's defaults or the scene's default bodies change: retrain then
+    (python -m parapush.learning.dataset / train, see src/parapush/data/learned_coarse_model.md)."""
+    from dataclasses import asdict
+
+    from parapush.learning.numpy_network import load_network
+    from parapush.physics.fine import FineSettings
+
+    metadata = load_network(shipped_weights_path()).metadata
+    assert metadata["dataset"]["fine_settings"] == asdict(FineSettings())
+    assert metadata["geometry"] == default_geometry(4).to_dict()

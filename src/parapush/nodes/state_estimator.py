@@ -41,6 +41,9 @@ TF (when ``publish_tf`` and ``tf2_ros`` is importable)
 
 Rigid-body ids
 --------------
+The mapping follows the stack's one rule (:func:`parapush.estimation.body_map.resolve_body_map`,
+shared with the simulated driver): ``body_map_file: auto`` takes ``config/mocap/<scene
+name>.yaml`` when it exists, else the generated mapping (pusher id 1, objects 2, 3, ...).
 On start and whenever a frame carries Motive's "models changed" flag, a background thread
 requests the model definitions and resolves the mapping's ``motive_name`` entries to
 streaming ids (:meth:`BodyMap.resolve_ids`). A mapping whose entries all have ids tracks from
@@ -89,7 +92,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.node import Node
 
-from parapush.estimation.body_map import PUSHER_BODY, BodyMap, BodyMapEntry, BodyMapError, load_body_map
+from parapush.estimation.body_map import AUTO_BODY_MAP, BodyMapError, resolve_body_map
 from parapush.estimation.natnet_client import NatNetClient, NatNetClientSettings
 from parapush.estimation.table_frame import TableFrameError, TablePose, TableTransform, load_table_transform
 from parapush.estimation.tracker import SceneTracker, TrackerSettings
@@ -108,9 +111,10 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
-    ParameterSpec("body_map_file", "mocap_bodies.yaml",
-                  "Motive rigid body -> scene body mapping: a path or a name in config/; empty: pusher id 1, "
-                  "objects 2, 3, ... in scene order, Motive names = scene names, pivots at the centres"),
+    ParameterSpec("body_map_file", AUTO_BODY_MAP,
+                  "Motive rigid body -> scene body mapping: 'auto' (config/mocap/<scene name>.yaml if it exists, "
+                  "else generated), '' (generated: pusher id 1, objects 2, 3, ... in scene order, Motive names = "
+                  "scene names, pivots at the centres), or a file: a path or a name in config/"),
     ParameterSpec("table_transform_file", "table_transform.yaml",
                   "mocap -> table transform (mocap_to_table section): a path or a name in config/",
                   allow_empty=False),
@@ -177,17 +181,6 @@ def resolve_config_path(value: str, parameter: str) -> Path:
     if not path.is_absolute() and candidate.is_file():
         return candidate
     raise ParameterError(f"parameter '{parameter}': {value!r} is neither a file nor a file in {candidate.parent}")
-
-
-def default_body_map(scene: Scene) -> BodyMap:
-    """Pusher id 1, objects 2, 3, ... in scene order; Motive names = scene names; pivots at the
-    centres (the simulated driver's mapping for ``bodies_file: null``)."""
-    entries = [BodyMapEntry(body=PUSHER_BODY, rigid_body_id=1, motive_name=PUSHER_BODY)]
-    entries += [
-        BodyMapEntry(body=name, rigid_body_id=index + 2, motive_name=name)
-        for index, name in enumerate(scene.object_names)
-    ]
-    return BodyMap(tuple(entries))
 
 
 def seconds_to_stamp(seconds: float) -> Time:
@@ -270,6 +263,36 @@ class FrameGate:
         return None, latency
 
 
+class ClockMap:
+    """Offset of a clock (the node's ROS clock) from ``time.monotonic()``, s.
+
+    Each call samples the pair monotonic / clock / monotonic and keeps the offset only when
+    the bracket is short (``max_bracket`` s): a thread preempted between two reads (the GIL,
+    a loaded machine) would otherwise shift a stamp by the whole preemption. When no try is
+    short enough, the previous offset is kept (the best try's before any is short).
+    """
+
+    def __init__(self, clock, *, max_bracket: float = 0.0005, tries: int = 3) -> None:
+        self._clock = clock
+        self.max_bracket = max_bracket
+        self.tries = tries
+        self._offset: float | None = None
+
+    def offset(self) -> float:
+        best = (math.inf, 0.0)
+        for _ in range(self.tries):
+            before = time.monotonic()
+            reading = self._clock()
+            after = time.monotonic()
+            if after - before < best[0]:
+                best = (after - before, reading - 0.5 * (before + after))
+            if after - before <= self.max_bracket:
+                break
+        if best[0] <= self.max_bracket or self._offset is None:
+            self._offset = best[1]
+        return self._offset
+
+
 def publishable_snapshot(snapshot: SceneSnapshot, stamp: float) -> SceneSnapshot:
     """``snapshot`` restamped, never-seen bodies' NaN replaced by 0 (they are already invalid, age inf)."""
     state = np.nan_to_num(snapshot.state, nan=0.0, posinf=0.0, neginf=0.0)
@@ -333,14 +356,10 @@ class StateEstimatorNode(Node):
             self.scene = load_scene(resolve_scene_path(values["scene_file"]))
         except (SceneError, FileNotFoundError) as error:
             raise ParameterError(f"parameter 'scene_file': {error}") from None
-        if values["body_map_file"]:
-            path = resolve_config_path(values["body_map_file"], "body_map_file")
-            try:
-                self.body_map = load_body_map(path, self.scene)
-            except BodyMapError as error:
-                raise ParameterError(f"parameter 'body_map_file': {error}") from None
-        else:
-            self.body_map = default_body_map(self.scene)
+        try:
+            self.body_map, self.body_map_source = resolve_body_map(self.scene, values["body_map_file"], config_dir())
+        except BodyMapError as error:
+            raise ParameterError(f"parameter 'body_map_file': {error}") from None
         path = resolve_config_path(values["table_transform_file"], "table_transform_file")
         try:
             self.transform = load_table_transform(path)
@@ -360,6 +379,7 @@ class StateEstimatorNode(Node):
         self._publish_lock = threading.Lock()  # publications from the receive thread and the timers
         self._stamp_lock = threading.Lock()
         self._last_stamp = (math.nan, -math.inf)  # (monotonic, ROS) stamp of the last snapshot
+        self._clock_map = ClockMap(lambda: self.get_clock().now().nanoseconds * 1e-9)
         self._tracker: SceneTracker | None = (
             SceneTracker(self.scene, self.body_map, self.transform, self.tracker_settings)
             if self.body_map.is_resolved
@@ -426,6 +446,7 @@ class StateEstimatorNode(Node):
             f"ready: scene '{self.scene.name}' ({len(self.scene.objects)} objects), NatNet {mode} from "
             f"{values['server_address']}:{values['command_port']}, publishing scene_state "
             + ("on every frame" if self._publish_rate == 0.0 else f"at {self._publish_rate:g} Hz")
+            + f"; body map: {self.body_map_source}"
             + ("" if self.body_map.is_resolved else "; waiting for model definitions to resolve Motive names")
         )
 
@@ -581,19 +602,16 @@ class StateEstimatorNode(Node):
     def current_snapshot(self) -> tuple[SceneSnapshot, float]:
         """(the snapshot to publish, restamped on the ROS clock; time.monotonic() it was taken at)."""
         tracker = self._tracker
+        offset = self._clock_map.offset()
         now = time.monotonic()
-        ros_now = self.get_clock().now().nanoseconds * 1e-9
         if tracker is None:
-            return unknown_snapshot(self.scene, ros_now), now
-        snapshot, taken = _call_now(tracker.snapshot, now)
-        if taken != now:  # retried: the clock pair again
-            now = taken
-            ros_now = self.get_clock().now().nanoseconds * 1e-9
+            return unknown_snapshot(self.scene, now + offset), now
+        snapshot, now = _call_now(tracker.snapshot, now)
         with self._stamp_lock:
             if snapshot.stamp == self._last_stamp[0]:  # same measurement (heartbeat): the same stamp
                 ros_stamp = self._last_stamp[1]
-            else:  # monotonic -> ROS time: the snapshot's age, subtracted from the ROS clock now
-                ros_stamp = max(ros_now - (now - snapshot.stamp), self._last_stamp[1])
+            else:
+                ros_stamp = snapshot.stamp + offset
                 self._last_stamp = (snapshot.stamp, ros_stamp)
         return publishable_snapshot(snapshot, ros_stamp), now
 
@@ -685,6 +703,7 @@ class StateEstimatorNode(Node):
             rigid_body_ids=",".join(f"{b}={i}" for b, i in (resolved_ids or {}).items())
             or ",".join(f"{e.body}={e.rigid_body_id}" for e in self.body_map.entries),
             ids_from="model definitions" if resolved_ids is not None else "body_map_file",
+            body_map=self.body_map_source,
             resolution_error=resolution_error,
             frames_unresolved=unresolved,
             frames_rejected_latency=rejected["latency"],

@@ -124,9 +124,7 @@ class ModelWorld:
         )
         self.wall_time += time.perf_counter() - started
         if result.shape != (1, self.layout.dimension):
-            raise ValueError(
-                f"propagator: returned shape {result.shape}, expected (1, {self.layout.dimension})"
-            )
+            raise ValueError(f"propagator: returned shape {result.shape}, expected (1, {self.layout.dimension})")
         if not np.all(np.isfinite(result)):
             raise ModelWorldDivergedError(
                 f"the world's physics became unstable executing control {control.tolist()} m/s for {duration} s"

@@ -1,9 +1,9 @@
 """The executor node's gripper handling against the Robotiq 2F-85 emulator (Modbus TCP, ephemeral port).
 
-* Start-up connects, activates, closes on the tool and detects it (the emulator holds an
-  object of the tool's width); without the tool, with a tool of the wrong width, or with
-  nothing listening, start-up fails with a message naming the stage (and the process exits
-  with status 3).
+* Start-up connects (retrying until ``gripper.connect_timeout`` for a gripper that comes up
+  later), activates, closes on the tool and detects it (the emulator holds an object of the
+  tool's width); without the tool, with a tool of the wrong width, or with nothing listening,
+  start-up fails with a message naming the stage (and the process exits with status 3).
 * An injected gripper fault latches a stop within one control period (measured from the
   injection to the zero command received over DDS); ``~/reset`` is refused while the fault
   is reported and accepted once it is gone. A gripper that stops answering latches a stop.
@@ -53,11 +53,12 @@ def emulator():
         device.stop()
 
 
-def gripper_parameters(device: GripperEmulator, **extra) -> dict:
-    host, port = device.tcp_address
+def gripper_parameters(device: GripperEmulator | str, **extra) -> dict:
+    """Executor parameters for the emulator ``device`` (or a ``host:port``)."""
+    address = device if isinstance(device, str) else "{}:{}".format(*device.tcp_address)
     values = {
         "gripper_enabled": True,
-        "gripper.address": f"{host}:{port}",  # bare host:port = Modbus TCP
+        "gripper.address": address,  # bare host:port = Modbus TCP
         "gripper.tool_width": TOOL_WIDTH,
         "gripper.activation_timeout": 2.0,
         "gripper.grasp_timeout": 3.0,
@@ -125,12 +126,39 @@ def test_nothing_listening_exits_with_status_3_and_the_reason(tmp_path):
     environment = dict(os.environ, ROS_DOMAIN_ID=os.environ["ROS_DOMAIN_ID"])
     result = subprocess.run(
         [sys.executable, "-m", "parapush.nodes.executor", "--ros-args",
-         "-p", f"gripper.address:=127.0.0.1:{port}", "-p", "gripper.request_timeout:=0.1"],
+         "-p", f"gripper.address:=127.0.0.1:{port}", "-p", "gripper.request_timeout:=0.1",
+         "-p", "gripper.connect_timeout:=0.5"],
         capture_output=True, text=True, timeout=30, env=environment,
     )
     assert result.returncode == 3, result.stderr
     assert "[FATAL] cannot start: ExecutorStartupError: gripper start-up failed while connecting" in result.stderr
     assert f"127.0.0.1:{port}" in result.stderr
+
+
+def test_start_up_waits_for_a_gripper_that_comes_up_later(ros_context, spinning, tmp_path):
+    """gripper.connect_timeout: the connection is retried (the simulated driver may start later)."""
+    import dataclasses
+    import socket
+    import threading
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    device = GripperEmulator(dataclasses.replace(emulator_settings(), tcp_port=port))
+    starter = threading.Timer(0.6, device.start)
+    starter.start()
+    node = None
+    try:
+        started = time.monotonic()
+        node = start_executor(ros_context, spinning,
+                              **gripper_parameters(f"127.0.0.1:{port}", **{"gripper.connect_timeout": 5.0}))
+        assert time.monotonic() - started >= 0.6
+        assert device.status().object_status is ObjectStatus.CONTACT_CLOSING
+    finally:
+        starter.join()
+        if node is not None:
+            node.close()
+        device.stop()
 
 
 def test_a_gripper_fault_latches_a_stop_within_one_control_period(running):

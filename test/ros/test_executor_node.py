@@ -1,12 +1,14 @@
 """The executor node over real Fast DDS: controls in, safe TwistStamped commands out.
 
 A harness node (test_executor_support.Harness) publishes ``controls``, records the commands
-and plays a fake arm that publishes ``scene_state`` at 100 Hz with the pusher following the
+and plays a fake arm that publishes ``scene_state`` at 50 Hz with the pusher following the
 commands. Checked: rate, duration, base frame (hand-computed rotations), the stop after a
 control, an empty ControlSequence stopping at once, the speed and workspace limits, the
 stale-state watchdog (latency measured), ``~/stop`` latching until ``~/reset``, refusals,
 diagnostics and parameter validation. Timing bounds allow for a shared, loaded 2-core machine;
-the measured numbers are printed (``-s``).
+the measured numbers are printed (``-s``). On that machine this process is now and then
+starved for 50-300 ms (another thread holding the GIL is preempted); measurements whose
+commands show such a gap are repeated (``undisturbed``), and each repetition is printed.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from test_executor_support import (
     plateau,
     ros_now,
     start_executor,
+    undisturbed,
     wait_until,
 )
 
@@ -85,10 +88,15 @@ def test_a_control_streams_base_frame_twists_at_the_rate_for_its_duration_then_z
                                                                                      expected):
     node, harness = rig(table_to_base=transform)
     duration = 0.5
-    sent = harness.send((*control, duration))
-    run_to_end(node, harness, sent)
-    time.sleep(0.3)  # the stop repeats, then silence
-    twists = harness.received(sent)
+
+    def attempt():
+        harness.place((0.0, 0.0))
+        sent = harness.send((*control, duration))
+        run_to_end(node, harness, sent)
+        time.sleep(0.3)  # the stop repeats, then silence
+        return harness.received(sent), harness.pusher()
+
+    twists, moved = undisturbed(attempt, "control stream")
     assert all(twist.frame_id == "base_link" for twist in twists)
     assert all(not twist.angular.any() and twist.linear[2] == 0.0 for twist in twists)
     speed = math.hypot(*control)
@@ -129,10 +137,9 @@ def test_a_control_streams_base_frame_twists_at_the_rate_for_its_duration_then_z
     np.testing.assert_allclose(ramp_down, [0.01 * (steps - 1 - k) for k in range(steps)], atol=1e-12,
                                err_msg=str(speeds))
     # The fake arm moved the pusher by the commanded displacement (ramps cancel out).
-    moved = harness.pusher()
     print(f"[displacement] fake arm {np.round(moved * 1e3, 2)} mm, commanded "
           f"{np.round(np.array(control) * duration * 1e3, 2)} mm")
-    np.testing.assert_allclose(moved, np.array(control) * duration, atol=0.005)
+    np.testing.assert_allclose(moved, np.array(control) * duration, atol=0.003)
 
 
 def test_an_empty_control_sequence_stops_at_once(rig):
@@ -179,18 +186,21 @@ def test_the_speed_limit_scales_fast_controls_down_keeping_the_direction(rig):
 
 
 def test_the_workspace_limit_stops_the_pusher_before_the_wall(rig):
-    node, harness = rig(start=(0.32, 0.0))  # 3 cm from x_max = 0.35
-    sent = harness.send((0.1, 0.02, 1.0))
-    run_to_end(node, harness, sent)
-    time.sleep(0.2)
-    twists = harness.received(sent)
-    pusher = harness.pusher()
+    node, harness = rig()
+
+    def attempt():
+        harness.place((0.32, 0.0))  # 3 cm from x_max = 0.35
+        sent = harness.send((0.1, 0.02, 1.0))
+        run_to_end(node, harness, sent)
+        time.sleep(0.2)
+        return harness.received(sent), harness.pusher()
+
+    twists, pusher = undisturbed(attempt, "workspace")
     print(f"\n[workspace] pusher stopped at x = {pusher[0]:.6f} m (x_max 0.35 m, overshoot "
           f"{max(0.0, pusher[0] - 0.35) * 1e6:.0f} um), y = {pusher[1]:.4f} m")
-    # The braking envelope assumes one command per period; a late tick holds the last (small)
-    # command longer (measured up to ~0.5 mm here with ticks late by up to ~90 ms), so allow
-    # 1 mm for the scheduling delays of the loaded test machine.
-    assert pusher[0] <= 0.35 + 0.001
+    # The braking envelope assumes one command per period; with commands no more than MAX_GAP
+    # apart, a late command near the wall is small: allow 0.2 mm.
+    assert pusher[0] <= 0.35 + 0.0002
     assert pusher[0] > 0.33  # it did approach the wall
     assert pusher[1] == pytest.approx(0.02 * 1.0, abs=0.004)  # the y component was not limited
     # x commands braked to zero near the wall while the control still asked for 0.1 m/s.
@@ -201,14 +211,20 @@ def test_the_workspace_limit_stops_the_pusher_before_the_wall(rig):
 
 def test_a_stale_scene_state_stops_within_one_command_period_of_the_timeout(rig):
     node, harness = rig(**{"limits.stale_state_timeout": STALE_TIMEOUT})
-    harness.send((0.05, 0.0, 5.0))
-    wait_until(lambda: plateau(harness.received(), 0.05), 2.0, what="full speed")
-    time.sleep(0.1)
-    with harness.lock:
-        harness.publishing = False  # the estimator dies
-        last_state = harness.states[-1]
-    wait_until(lambda: any(t.is_zero for t in harness.received(last_state[0])), 1.0, what="a zero command")
-    twists = harness.received(last_state[0])
+
+    def attempt():
+        with harness.lock:
+            harness.publishing = True
+        sent = harness.send((0.05, 0.0, 5.0))
+        wait_until(lambda: plateau(harness.received(sent), 0.05), 2.0, what="full speed")
+        time.sleep(0.1)
+        with harness.lock:
+            harness.publishing = False  # the estimator dies
+            last_state = harness.states[-1]
+        wait_until(lambda: any(t.is_zero for t in harness.received(last_state[0])), 1.0, what="a zero command")
+        return harness.received(last_state[0] - 0.05), last_state
+
+    twists, last_state = undisturbed(attempt, "stale")
     zero = next(t for t in twists if t.is_zero)
     latency = zero.stamp - last_state[1]  # the zero command's stamp minus the last state's stamp
     print(f"\n[stale] zero command {latency * 1e3:.1f} ms after the last scene_state stamp "
@@ -221,7 +237,7 @@ def test_a_stale_scene_state_stops_within_one_command_period_of_the_timeout(rig)
     time.sleep(0.3)
     assert all(t.is_zero for t in harness.received(zero.receipt))
     values = harness.executor_values()
-    assert values["controls_aborted"] == "1" and int(values["limit.state_stale"]) >= 1
+    assert int(values["controls_aborted"]) >= 1 and int(values["limit.state_stale"]) >= 1
 
 
 def test_an_invalid_pusher_estimate_stops_at_once(rig):
@@ -234,7 +250,7 @@ def test_an_invalid_pusher_estimate_stops_at_once(rig):
     wait_until(lambda: any(t.is_zero for t in harness.received(invalid_from)), 1.0, what="a zero command")
     zero = next(t for t in harness.received(invalid_from) if t.is_zero)
     print(f"\n[invalid] zero command {(zero.receipt - invalid_from) * 1e3:.1f} ms after the estimate went invalid")
-    assert zero.receipt - invalid_from < 0.1  # next state (10 ms) + one tick, plus DDS/scheduling delays
+    assert zero.receipt - invalid_from < 0.1  # next state (20 ms) + one tick, plus DDS/scheduling delays
 
 
 def test_stop_service_latches_zero_until_reset(rig):
@@ -299,20 +315,25 @@ def test_a_future_stamp_delays_the_start(rig):
     wait_until(lambda: any(not t.is_zero for t in harness.received(sent)), 2.0, what="motion")
     first = next(t for t in harness.received(sent) if not t.is_zero)
     print(f"\n[scheduled] first motion {(first.receipt - sent) * 1e3:.0f} ms after a control stamped +300 ms")
-    assert first.receipt - sent == pytest.approx(0.3, abs=PERIOD + JITTER)
+    assert 0.3 - PERIOD <= first.receipt - sent <= 0.3 + 0.1  # never early; late by DDS/scheduling delays
 
 
 def test_appended_controls_run_back_to_back(rig):
     node, harness = rig(queue_mode="append")
-    sent = harness.send((0.05, 0.0, 0.3))
-    harness.send((0.0, 0.05, 0.3))
-    run_to_end(node, harness, sent)
-    time.sleep(0.2)
-    twists = harness.received(sent)
+
+    def attempt():
+        harness.place((0.0, 0.0))
+        sent = harness.send((0.05, 0.0, 0.3))
+        harness.send((0.0, 0.05, 0.3))
+        run_to_end(node, harness, sent)
+        time.sleep(0.2)
+        return harness.received(sent), harness.pusher()
+
+    twists, pusher = undisturbed(attempt, "append")
     assert plateau(twists, 0.05)
     assert any(t.linear[1] == pytest.approx(0.05) for t in twists) and any(
         t.linear[0] == pytest.approx(0.05) for t in twists)
-    np.testing.assert_allclose(harness.pusher(), [0.015, 0.015], atol=0.004)
+    np.testing.assert_allclose(pusher, [0.015, 0.015], atol=0.003)
 
 
 def test_without_a_pusher_estimate_a_control_is_refused(ros_context, spinning):

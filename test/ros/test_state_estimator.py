@@ -119,8 +119,11 @@ def test_moving_scene_is_estimated_within_1_mm_and_5_mm_per_s(streaming):
         for body in (message.pusher, *message.objects):
             assert body.valid == (0.0 <= body.age <= node.stale_timeout), body
         if stamp(message) > previous:  # published on a new frame (not a heartbeat in a stall)
-            assert all_valid(message), (position, context)
-            msg_to_snapshot(message, SCENE, require_valid=True)  # finite, complete, valid
+            # Every body was in the frame: the same age, the frame's age at publication (valid
+            # unless the frame itself arrived later than the timeout, a stall on a loaded machine).
+            assert all(body.age == message.pusher.age for body in message.objects), (position, context)
+            if message.pusher.age <= node.stale_timeout:
+                msg_to_snapshot(message, SCENE, require_valid=True)  # finite, complete, valid
         assert stamp(message) >= previous, "stamps must not go back"
         previous = stamp(message)
     stamps = np.array([stamp(m) for m in messages])
@@ -238,8 +241,11 @@ def test_malformed_packets_are_counted_and_dropped_and_states_stay_correct(strea
     delivered = stats.frames_delivered - baseline.frames_delivered
     assert len(messages) >= 0.9 * delivered - 3 and delivered > 20, f"{len(messages)} states for {delivered} frames"
     assert len(accurate) >= 10, "too few settled states (the stream stalled)"
-    # Published on a frame: every body valid (4 lost frames are 33 ms, within the timeout).
-    assert all(all_valid(m) for m in frame_states(messages))
+    # Published on a frame: every body in it, valid (4 lost frames are 33 ms, within the
+    # timeout) unless the frame itself came later than the timeout (a stall).
+    for message in frame_states(messages):
+        assert all(body.age == message.pusher.age for body in message.objects)
+        assert all_valid(message) == (message.pusher.age <= node.stale_timeout)
     assert errors.position_rms < 1e-3 and errors.position.max() < 2e-3, errors.describe()
     assert errors.speed_rms < 5e-3, errors.describe()
     status = topics.latest_stream_status(after=len(topics.diagnostics))
@@ -264,12 +270,13 @@ def test_malformed_packets_are_counted_and_dropped_and_states_stay_correct(strea
     server.stop()
     stopped = len(topics.snapshot())
     time.sleep(0.6)
-    last_stamp = max(stamp(m) for m in topics.snapshot())
-    tail = [m for m in topics.snapshot()[stopped:] if not m.pusher.valid]
-    assert len(tail) >= 3, "no stale states published after the stream stopped"
-    assert all(not any(b.valid for b in m.objects) for m in tail)
-    # The stamp stays the last measurement's (to the conversion's clock jitter).
-    assert all(stamp(m) == pytest.approx(last_stamp, abs=1e-4) for m in tail)
+    received = topics.snapshot()
+    final = stamp(received[-1])
+    assert final == max(stamp(m) for m in received)  # the last measurement's stamp, kept
+    tail = [m for m in received[stopped:] if stamp(m) == final]  # heartbeats (same measurement: same stamp)
+    assert len(tail) >= 3, "no states published after the stream stopped"
+    stale = [m for m in tail if not m.pusher.valid]
+    assert len(stale) >= 2 and all(not any(b.valid for b in m.objects) for m in stale)
     ages = [m.pusher.age for m in tail]
     assert ages == sorted(ages) and ages[-1] > 0.3 and all(math.isfinite(a) for a in ages)
     status = node.diagnostics()[0]

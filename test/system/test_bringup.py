@@ -90,11 +90,13 @@ def test_bringup_pushes_to_the_goal_and_shuts_down_cleanly(run_files, tmp_path):
     client = ActionClient(node, PushObject, "/push_object")
     try:
         deadline = time.monotonic() + 90
-        while not (client.server_is_ready() and states):
+        def all_tracked() -> bool:
+            return bool(states) and states[-1].pusher.valid and all(body.valid for body in states[-1].objects)
+
+        while not (client.server_is_ready() and all_tracked()):
             executor.spin_once(timeout_sec=0.1)
             assert not bringup.failed(), f"nodes exited: {bringup.failed()}; logs in {tmp_path / 'logs'}"
             assert time.monotonic() < deadline, f"stack not up in 90 s; logs in {tmp_path / 'logs'}"
-        assert all(body.valid for body in states[-1].objects) and states[-1].pusher.valid
         goal = PushObject.Goal(target_object="puck", goal_x=0.09, goal_y=0.0, goal_radius=0.035, max_controls=15)
         future = client.send_goal_async(goal)
         executor.spin_until_future_complete(future, timeout_sec=30)

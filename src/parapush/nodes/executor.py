@@ -23,8 +23,9 @@ Topics, services
     ``stop_repeats`` times, then silence until the next control. The commands come from a
     dedicated thread ticking on an absolute 1/``rate`` grid (a late tick is not made up: the
     next one stays on the grid), not from an executor timer, so subscription callbacks cannot
-    delay them; the controls' schedule is absolute, so jitter never stretches a control. ``frame_id = base_frame``;
-    the table-frame velocity is rotated by ``table_to_base`` (angular velocity zero).
+    delay them; the controls' schedule is absolute, so jitter never stretches a control.
+    ``frame_id = base_frame``; the table-frame velocity is rotated by ``table_to_base``
+    (angular velocity zero).
     Every command goes through the :class:`~parapush.execution.safety.SafetyFilter`
     (speed, workspace braking envelope, acceleration, stale/invalid state, latched stop).
 ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, every ``diagnostics_period``)
@@ -54,10 +55,16 @@ tool and checks that an object of ``gripper.tool_width`` is detected. **Decision
 there is a start-up error** (the node exits with status 3 and a message naming the stage and
 the endpoint): a node that is up always holds the tool, and nobody can send motion to an arm
 whose pusher is not gripped. A thread then polls the status every ``gripper.poll_period``; a
-fault (gFLT or kFLT), a lost activation, the tool no longer detected (gOBJ != 2) or no answer
-for ``gripper.no_answer_timeout`` **latches a stop**. ``close()`` (shutdown) commands zero,
-waits until the arm has stopped (``limits.command_timeout``) and opens the gripper
-(``gripper.release_on_shutdown``).
+fault (gFLT or kFLT), a lost activation or the tool no longer detected (gOBJ != 2) **latches a
+stop**, and so does a gripper that has not answered for ``gripper.no_answer_timeout`` (checked
+by the watchdog timer, so a poll blocked in request retries cannot delay it). ``~/reset`` is
+refused while such a problem persists; a major fault (cleared only by re-activation, which
+opens the fingers) needs a restart of the node. ``close()`` (shutdown) commands zero, waits
+until the arm has stopped (``limits.command_timeout`` after the last non-zero command) and
+opens the gripper (``gripper.release_on_shutdown``; the driver refuses while a major fault is
+reported, which is logged). On Ctrl-C rclpy shuts the context down before ``close()`` runs, so
+that final zero cannot be published: the arm then halts by its own command timeout (MoveIt
+Servo: ``incoming_command_timeout``), which must not exceed ``limits.command_timeout``.
 
 Every refusal or limiting action is logged with its reason, at most once per
 ``log_throttle_period`` per reason (with the count of repeats), and counted in diagnostics.
@@ -150,6 +157,8 @@ PARAMETERS = (
     ParameterSpec("gripper.baudrate", 115200, "bit/s on a serial port (8N1)", minimum=1200, maximum=4000000),
     ParameterSpec("gripper.request_timeout", 0.25, "s, limit for one Modbus answer", minimum=0.001, maximum=10.0),
     ParameterSpec("gripper.retries", 1, "extra attempts of a failed single request", minimum=0, maximum=10),
+    ParameterSpec("gripper.connect_timeout", 10.0, "s to keep retrying the connection at start-up",
+                  minimum=0.0, maximum=600.0),
     ParameterSpec("gripper.activation_timeout", 5.0, "s, limit for the activation", minimum=0.01, maximum=60.0),
     ParameterSpec("gripper.grasp_timeout", 5.0, "s, limit for closing on the tool", minimum=0.01, maximum=60.0),
     ParameterSpec("gripper.release_timeout", 5.0, "s, limit for opening at shutdown", minimum=0.01, maximum=60.0),
@@ -300,6 +309,7 @@ class GripperMonitor:
     def start_up(
         self,
         *,
+        connect_timeout_s: float,
         activation_timeout_s: float,
         tool_width_m: float,
         width_tolerance_m: float,
@@ -315,7 +325,17 @@ class GripperMonitor:
         where = self.gripper.endpoint.describe()
         stage = "connecting"
         try:
-            self.gripper.connect()
+            # The gripper (or its driver, or the simulated one) may come up after this node:
+            # keep trying to connect until the timeout, then fail naming the endpoint.
+            deadline = time.monotonic() + connect_timeout_s
+            while True:
+                try:
+                    self.gripper.connect()
+                    break
+                except GripperError:
+                    if time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.2)
             stage = "activating"
             self.gripper.activate(timeout_s=activation_timeout_s)
             stage = "closing on the pusher tool"
@@ -567,6 +587,7 @@ class ExecutorNode(Node):
                                  on_problem=self._on_gripper_problem)
         self.get_logger().info(f"gripper: connecting to {endpoint.describe()}, activating, closing on the tool")
         status = monitor.start_up(
+            connect_timeout_s=values["gripper.connect_timeout"],
             activation_timeout_s=values["gripper.activation_timeout"],
             tool_width_m=values["gripper.tool_width"],
             width_tolerance_m=values["gripper.width_tolerance"],

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import traceback
 
 import numpy as np
 from parareal_pushing.action import PushObject
@@ -219,7 +220,15 @@ class MpcNode(Node):
 
     def _execute(self, goal_handle):
         with self._busy:
-            return self._run_goal(goal_handle)
+            try:
+                return self._run_goal(goal_handle)
+            except Exception as error:  # noqa: BLE001 - a goal always gets a result with its reason
+                self.get_logger().error(f"goal failed: {type(error).__name__}: {error}\n{traceback.format_exc()}")
+                result = PushObject.Result(outcome=PushObject.Result.OUTCOME_ERROR,
+                                           failure_reason=f"internal error: {type(error).__name__}: {error}")
+                self.control_publisher.publish(ControlSequence())  # stop the pusher
+                goal_handle.abort()
+                return result
 
     def _run_goal(self, goal_handle):
         goal = goal_handle.request
@@ -292,7 +301,8 @@ class MpcNode(Node):
         result.execution_time = float(mpc_result.execution_time)
         result.total_time = float(mpc_result.total_time)
         result.final_distance = float(mpc_result.final_distance)
-        if np.all(np.isfinite(mpc_result.final_state)):
+        final_state = np.asarray(mpc_result.final_state)
+        if final_state.shape == (scene.layout.dimension,) and np.all(np.isfinite(final_state)):
             result.final_state = state_to_msg(mpc_result.final_state, scene,
                                               stamp=self.get_clock().now().nanoseconds * 1e-9)
 

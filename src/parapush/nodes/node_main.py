@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -32,7 +33,9 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         except Exception as error:  # noqa: BLE001 - report any start-up failure and exit non-zero
             print(f"[FATAL] cannot start: {type(error).__name__}: {error}", file=sys.stderr)
             return EXIT_START_FAILED
-        executor = MultiThreadedExecutor(num_threads=threads)
+        # At least 4 threads whatever the core count: long callbacks (an action goal, a blocking
+        # service call) must not starve subscriptions and service answers.
+        executor = MultiThreadedExecutor(num_threads=threads or max(4, os.cpu_count() or 1))
         executor.add_node(node)
         try:
             executor.spin()

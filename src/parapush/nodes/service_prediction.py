@@ -91,6 +91,10 @@ class ServicePrediction:
         request.tolerance_position = self.tolerance_position or 0.0
         request.tolerance_angle = self.tolerance_angle or 0.0
         request.deadline = self.deadline or 0.0
+        # A request written before DDS has matched the service is lost without an error: wait
+        # until the service is discovered (the MPC may start before the prediction service).
+        if not self._client.service_is_ready() and not self._client.wait_for_service(timeout_sec=self.timeout):
+            raise ServicePredictionError(f"predict_trajectory: the service is not available within {self.timeout} s")
         done = threading.Event()
         future = self._client.call_async(request)
         future.add_done_callback(lambda _: done.set())

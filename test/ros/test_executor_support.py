@@ -200,7 +200,7 @@ def max_gap(twists: list[Received]) -> float:
     return max((b - a for a, b in zip(receipts, receipts[1:], strict=False)), default=0.0)
 
 
-def undisturbed(attempt, what: str, attempts: int = 4):
+def undisturbed(attempt, what: str, attempts: int = 6):
     """Run ``attempt()`` -> (received commands, result) until no gap between its commands exceeds
     :data:`MAX_GAP`; return (commands, result). Each disturbed attempt is printed."""
     for number in range(1, attempts + 1):

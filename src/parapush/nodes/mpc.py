@@ -158,6 +158,7 @@ class MpcNode(Node):
         self.control_publisher = self.create_publisher(ControlSequence, "controls", 10)
         self.plan_publisher = self.create_publisher(PredictedTrajectory, "planned_trajectory", 10)
         self._busy = threading.Lock()
+        self._closing = threading.Event()
         self._action = ActionServer(
             self,
             PushObject,
@@ -242,13 +243,16 @@ class MpcNode(Node):
         try:
             loop = MpcLoop(scene, StochasticTrajectoryOptimizer(self.config.optimizer), model,
                            self.config.cost_function(scene), self.config.mpc)
-            world = RosWorld(self, cancel_requested=lambda: goal_handle.is_cancel_requested,
+            def cancel_requested() -> bool:
+                return goal_handle.is_cancel_requested or self._closing.is_set()
+
+            world = RosWorld(self, cancel_requested=cancel_requested,
                              settle_time=self.values["settle_time"], state_timeout=self.values["state_timeout"])
             mpc_result = loop.run(
                 world,
                 max_controls=goal.max_controls or None,
                 callback=lambda step: self._feedback(goal_handle, scene, step),
-                should_cancel=lambda: goal_handle.is_cancel_requested,
+                should_cancel=cancel_requested,
             )
         finally:
             if owned:
@@ -307,6 +311,7 @@ class MpcNode(Node):
                                               stamp=self.get_clock().now().nanoseconds * 1e-9)
 
     def close(self) -> None:
+        self._closing.set()  # the running goal's world and loop see it and stop the pusher
         close = getattr(self.model, "close", None)
         if callable(close):
             close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy as _copy
 import threading
+import time
 
 import numpy as np
 from parareal_pushing.srv import PredictTrajectory
@@ -67,6 +68,7 @@ class ServicePrediction:
             PredictTrajectory, service, qos_profile=QoSProfile(depth=64), callback_group=ReentrantCallbackGroup()
         )
         self.last_response: PredictTrajectory.Response | None = None
+        self._closed = threading.Event()
 
     def configured(self, *, model: str, iterations: int | None) -> ServicePrediction:
         """A copy asking for another model or K, sharing this one's client."""
@@ -74,7 +76,7 @@ class ServicePrediction:
         copy.model = model
         copy.iterations = iterations
         copy.last_response = None
-        return copy
+        return copy  # shares the client and the closed event
 
     def wait_until_ready(self, timeout: float) -> bool:
         return self._client.wait_for_service(timeout_sec=timeout)
@@ -98,9 +100,12 @@ class ServicePrediction:
         done = threading.Event()
         future = self._client.call_async(request)
         future.add_done_callback(lambda _: done.set())
-        if not done.wait(self.timeout):
-            self._client.remove_pending_request(future)
-            raise ServicePredictionError(f"predict_trajectory: no answer within {self.timeout} s")
+        deadline = time.monotonic() + self.timeout
+        while not done.wait(0.05):
+            if self._closed.is_set() or time.monotonic() > deadline:
+                self._client.remove_pending_request(future)
+                reason = "the node is shutting down" if self._closed.is_set() else f"no answer within {self.timeout} s"
+                raise ServicePredictionError(f"predict_trajectory: {reason}")
         response = future.result()
         if response is None:
             raise ServicePredictionError("predict_trajectory: the call failed")
@@ -110,4 +115,5 @@ class ServicePrediction:
         return np.stack([trajectory_from_msg(trajectory, self.scene) for trajectory in response.trajectories])
 
     def close(self) -> None:
-        """Nothing to release: the client belongs to the node."""
+        """Interrupt a pending ``predict`` (the client itself belongs to the node)."""
+        self._closed.set()

@@ -31,6 +31,7 @@ from test_state_estimator_support import (
     ros_minus_monotonic,
     settled_states,
     start_estimator,
+    wait_for_frames,
     write_transform,
 )
 
@@ -90,7 +91,7 @@ def test_moving_scene_is_estimated_within_1_mm_and_5_mm_per_s(streaming):
     server, scene, node, topics, offset = streaming
     start = stamp(topics.wait_for(all_valid))
     delivered = node.client.stats().frames_delivered
-    time.sleep(2.5)
+    wait_for_frames(node, 300, at_least=2.5, at_most=8.0)
     delivered = node.client.stats().frames_delivered - delivered
     published = settled(topics.snapshot(), start)
     # The simulated Motive and this test share a Python process (the GIL) on a machine that
@@ -153,7 +154,7 @@ def test_untracked_object_is_stale_within_two_frames_of_the_timeout_and_recovers
     index = SCENE.object_index("target")
     before = len(topics.snapshot())
     server.untrack(2, duration_s=0.4, mode=mode)
-    time.sleep(0.4 + 1.3)
+    wait_for_frames(node, 200, at_least=1.7, at_most=6.0)
     messages = topics.snapshot()[max(0, before - 5):]
     stamps = np.array([stamp(m) for m in messages])
     targets = [m.objects[index] for m in messages]
@@ -228,7 +229,10 @@ def test_malformed_packets_are_counted_and_dropped_and_states_stay_correct(strea
             assert server.send_raw(datagram) == 1
             time.sleep(0.002)
         time.sleep(0.15)
-    time.sleep(0.15)
+    deadline = time.monotonic() + 5.0
+    while server.stats().frames_corrupted < 12 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    wait_for_frames(node, 20, at_least=0.15, at_most=3.0)
     # Truncated frames and garbage: all counted, none decoded into a state.
     stats = node.client.stats()
     assert stats.malformed_packets - baseline.malformed_packets >= 12 + 6
@@ -255,9 +259,12 @@ def test_malformed_packets_are_counted_and_dropped_and_states_stay_correct(strea
     # Garbled frames may decode into wrong numbers (NatNet has no checksum): the node must
     # keep running and be correct again once they stop.
     server.corrupt_next_frames(20, kind=CorruptionKind.GARBLE)
-    time.sleep(0.3)
+    deadline = time.monotonic() + 5.0
+    while server.stats().frames_corrupted < 32 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.05)
     resumed = time.monotonic() + offset
-    time.sleep(SETTLE_S + 0.6)
+    wait_for_frames(node, 130, at_least=SETTLE_S + 0.6, at_most=5.0)
     after = settled_states(settled(topics.snapshot(), resumed))
     errors = pose_errors(after, scene, offset)
     rejected = {pair.key: pair.value for pair in node.diagnostics()[0].values if pair.key.startswith("frames_rej")}

@@ -221,6 +221,17 @@ def largest_gap(messages: list[SceneState]) -> float:
     return max(np.diff(stamps), default=0.0)
 
 
+def wait_for_frames(node, count: int, *, at_least: float, at_most: float) -> None:
+    """Let ``count`` more frames reach the node's client (at ~120 Hz: count / 120 s), waiting
+    ``at_least`` s and at most ``at_most`` s (a loaded machine slows the simulated stream)."""
+    start = time.monotonic()
+    target = node.client.stats().frames_delivered + count
+    while time.monotonic() - start < at_most:
+        if node.client.stats().frames_delivered >= target and time.monotonic() - start >= at_least:
+            return
+        time.sleep(0.02)
+
+
 def start_estimator(context, spinning, port: int, **parameters) -> StateEstimatorNode:
     values = {"command_port": port, "diagnostics_period": 0.2}
     values.update(parameters)

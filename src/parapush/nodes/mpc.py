@@ -63,6 +63,10 @@ _OUTCOMES = {
 }
 
 
+FIRST_STATE_TIMEOUT = 10.0
+"""s to wait for the first scene state of a goal."""
+
+
 class WorldError(RuntimeError):
     """The robot (or simulator) cannot be observed or commanded."""
 
@@ -81,9 +85,14 @@ class RosWorld:
         self.settle_time = settle_time
         self.state_timeout = state_timeout
         self._not_before = time.monotonic()
+        self._observed = False
 
     def observe(self) -> np.ndarray:
-        deadline = self._not_before + self.state_timeout
+        # The first observation of a goal may come right after start-up, before DDS has matched
+        # this node with the estimator: allow it FIRST_STATE_TIMEOUT; later ones state_timeout.
+        timeout = self.state_timeout if self._observed else max(self.state_timeout, FIRST_STATE_TIMEOUT)
+        self._observed = True
+        deadline = self._not_before + timeout
         while True:
             received, message = self.node.latest_state()
             if message is not None and received >= self._not_before:
@@ -93,7 +102,7 @@ class RosWorld:
                     if time.monotonic() > deadline:
                         raise WorldError(f"scene state unusable: {error}") from None
             if time.monotonic() > deadline:
-                raise WorldError(f"no scene state on 'scene_state' within {self.state_timeout} s")
+                raise WorldError(f"no scene state on 'scene_state' within {timeout} s")
             time.sleep(0.005)
 
     def execute(self, control: np.ndarray, duration: float) -> None:

@@ -69,7 +69,8 @@ def plot_run(
     colours = plt.get_cmap("tab10")
     poses = layout.poses(states)
     for index, spec in enumerate(scene.objects):
-        colour = "#d62728" if spec.name == scene.target else colours((index + 2) % 10)
+        others = [colours(k) for k in (0, 2, 4, 5, 6, 8, 9)]  # tab10 without red (the target) and orange
+        colour = "#d62728" if spec.name == scene.target else others[index % len(others)]
         track = poses[:, index]
         finite = np.all(np.isfinite(track), axis=1)
         if not finite.any():

@@ -29,7 +29,7 @@ def clutter_entries():
 
 
 def test_shipped_example_maps_every_body_of_clutter_fig1():
-    body_map = load_body_map(ROOT / "config" / "mocap_bodies.yaml", CLUTTER)
+    body_map = load_body_map(ROOT / "config" / "mocap" / "clutter_fig1.yaml", CLUTTER)
     assert set(body_map.bodies) == {"pusher", *CLUTTER.object_names}
     by_id = body_map.entries_by_id()
     assert sorted(by_id) == [1, 2, 3, 4, 5]
@@ -39,7 +39,7 @@ def test_shipped_example_maps_every_body_of_clutter_fig1():
 
 def test_shipped_example_does_not_fit_another_scene():
     with pytest.raises(BodyMapError, match=r"bodies\[1\] \(target\): 'target' is not a body of scene"):
-        load_body_map(ROOT / "config" / "mocap_bodies.yaml", ISRR)
+        load_body_map(ROOT / "config" / "mocap" / "clutter_fig1.yaml", ISRR)
 
 
 @pytest.mark.parametrize(

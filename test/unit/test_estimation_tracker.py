@@ -22,7 +22,7 @@ from parapush.scene import load_scene
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENE = load_scene(ROOT / "config" / "scenes" / "clutter_fig1.yaml")
-BODY_MAP = load_body_map(ROOT / "config" / "mocap_bodies.yaml", SCENE)
+BODY_MAP = load_body_map(ROOT / "config" / "mocap" / "clutter_fig1.yaml", SCENE)
 IDS = {entry.body: entry.rigid_body_id for entry in BODY_MAP.entries}
 PERIOD = 1.0 / 120.0
 # Motive Y-up, rotated 25 deg about the vertical, origin 0.76 m below the table top.

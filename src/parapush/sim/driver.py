@@ -13,7 +13,7 @@
 Mocap bodies and frames
 -----------------------
 The rigid-body ids, Motive names and pivot offsets come from the estimator's body mapping
-(:mod:`parapush.estimation.body_map`, ``config/mocap_bodies.yaml`` by default) so that the
+(:mod:`parapush.estimation.body_map`, ``config/mocap/<scene name>.yaml`` when it exists) so that the
 estimator recovers the world's poses exactly (up to the mocap noise); with
 ``bodies_file: null`` the driver makes one: pusher id 1, objects 2, 3, ... in scene order,
 Motive names = scene names, pivots at the bodies' centres. The body's *centre* is, as in that

@@ -183,7 +183,7 @@ class BodyPose:
         name: ``"pusher"`` or the object's scene name.
         position: (3,) the body's centre, m, table frame: an object's geometric centre (its
             axis at mid-height), the pusher's axis at table-top height (the point its planar
-            state describes), as in ``config/mocap_bodies.yaml``.
+            state describes), as in ``config/mocap/clutter_fig1.yaml``.
         orientation: (4,) unit quaternion (qx, qy, qz, qw), table frame.
     """
 

@@ -63,9 +63,11 @@ def gripper_parameters(device: GripperEmulator | str, **extra) -> dict:
         "gripper.activation_timeout": 2.0,
         "gripper.grasp_timeout": 3.0,
         "gripper.release_timeout": 3.0,
-        # The fake arm shares this process (and 2 busy cores) with the emulator: keep its
-        # scheduling hiccups from stopping the pusher here (the stale watchdog has its own tests).
+        # The fake arm and the emulator share this process (and 2 busy cores) with the node: keep
+        # its scheduling hiccups from stopping the pusher here. The stale-state watchdog has its
+        # own tests; the gripper-silence one is tested below at the shipped 0.25 s.
         "limits.stale_state_timeout": 0.5,
+        "gripper.no_answer_timeout": 1.0,
     }
     values.update(extra)
     return values
@@ -194,15 +196,27 @@ def test_a_gripper_fault_latches_a_stop_within_one_control_period(running):
     wait_until(lambda: plateau(harness.received(sent), 0.05), 2.0, what="motion after the reset")
 
 
-def test_losing_the_tool_latches_a_stop(running):
+def test_losing_the_tool_latches_a_stop_once(running):
     device, node, harness = running
-    device.set_object_width(None)  # the tool slipped out: the fingers close fully (gOBJ = 3)
+    device.set_object_width(None)  # the tool slipped out: the fingers close further (gOBJ 0, then 3)
     wait_until(lambda: node.executor_core.stop_latched, 2.0, what="a latched stop")
-    assert "no longer detected" in harness.executor_values()["latch_reason"]
+    wait_until(lambda: device.status().object_status is ObjectStatus.AT_POSITION, 3.0, what="the fingers closed")
+    values = harness.executor_values()
+    assert "no longer detected" in values["latch_reason"]
+    assert values["latched_stops.gripper"] == "1"  # one problem, one latch (not one per poll)
 
 
-def test_a_gripper_that_stops_answering_latches_a_stop(running):
-    device, node, harness = running
+def test_a_gripper_that_stops_answering_latches_a_stop(ros_context, spinning, emulator):
+    device = emulator()
+    node = start_executor(ros_context, spinning, **gripper_parameters(device, **{"gripper.no_answer_timeout": 0.25}))
+    harness = Harness(ros_context, spinning, table_to_base=RigidTransform.from_parameters([0.5, 0, 0, 0]))
+    try:
+        _silent_gripper_latches(device, node, harness)
+    finally:
+        node.close()
+
+
+def _silent_gripper_latches(device, node, harness):
     silenced = time.monotonic()
     device.set_responding(False)
     wait_until(lambda: node.executor_core.stop_latched, 3.0, what="a latched stop")

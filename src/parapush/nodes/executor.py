@@ -249,14 +249,18 @@ def gripper_endpoint(address: str, *, device_id: int, baudrate: int) -> SerialEn
         raise ParameterError(f"parameter 'gripper.address': {error}") from None
 
 
-def gripper_problem(status: GripperStatus) -> str | None:
-    """Why the gripper can no longer be trusted to hold the pusher, or None when it holds it."""
+def gripper_problem(status: GripperStatus) -> tuple[str, str] | None:
+    """(kind, message) of why the gripper can no longer be trusted to hold the pusher, or None
+    when it holds it. ``kind`` is stable while the problem lasts (the message carries the
+    changing status), so a persisting problem is reported once."""
     if status.fault or status.controller_fault:
-        return f"gripper fault: {status.describe()}"
+        return f"fault 0x{status.fault:02X}/0x{status.controller_fault:X}", f"gripper fault: {status.describe()}"
     if not status.is_active:
-        return f"gripper is not activated: {status.describe()}"
+        return "not activated", f"gripper is not activated: {status.describe()}"
     if status.object_status is not ObjectStatus.CONTACT_CLOSING:
-        return f"the pusher tool is no longer detected between the fingers (gOBJ != 2): {status.describe()}"
+        return "tool lost", (
+            f"the pusher tool is no longer detected between the fingers (gOBJ != 2): {status.describe()}"
+        )
     return None
 
 
@@ -299,6 +303,7 @@ class GripperMonitor:
         self._lock = threading.Lock()
         self._status: GripperStatus | None = None
         self._problem: str | None = None
+        self._problem_kind: str | None = None
         self._last_answer = time.monotonic()
         self._polls = 0
         self._failed_polls = 0
@@ -386,9 +391,10 @@ class GripperMonitor:
                 self._failed_polls += 1
                 silence = time.monotonic() - self._last_answer
                 if silence > self._no_answer_timeout:
-                    report = self._set_problem(
-                        f"gripper not answering for {silence:.3f} s (limit {self._no_answer_timeout} s): {error}"
-                    )
+                    report = self._set_problem((
+                        "no answer",
+                        f"gripper not answering for {silence:.3f} s (limit {self._no_answer_timeout} s): {error}",
+                    ))
                 problem = self._problem
         else:
             with self._lock:
@@ -409,19 +415,20 @@ class GripperMonitor:
             silence = time.monotonic() - self._last_answer
             if silence > self._no_answer_timeout:
                 report = self._set_problem(
-                    f"gripper not answering for {silence:.3f} s (limit {self._no_answer_timeout} s)"
+                    ("no answer", f"gripper not answering for {silence:.3f} s (limit {self._no_answer_timeout} s)")
                 )
             problem = self._problem
         if report is not None:
             self._on_problem(report)
         return problem
 
-    def _set_problem(self, problem: str | None) -> str | None:
-        """Record ``problem`` (lock held); return it if it is new (to be reported), else None."""
-        previous = self._problem
-        self._problem = problem
-        if problem is not None and (previous is None or _problem_kind(previous) != _problem_kind(problem)):
-            return problem
+    def _set_problem(self, problem: tuple[str, str] | None) -> str | None:
+        """Record ``problem`` (kind, message) (lock held); return its message if its kind is new
+        (to be reported), else None."""
+        previous = self._problem_kind
+        self._problem_kind, self._problem = problem if problem is not None else (None, None)
+        if problem is not None and problem[0] != previous:
+            return problem[1]
         return None
 
     def _run(self) -> None:
@@ -447,11 +454,6 @@ class GripperMonitor:
     def close(self) -> None:
         self.stop()
         self.gripper.close()
-
-
-def _problem_kind(problem: str) -> str:
-    """The problem without its changing numbers (ages), so a persisting problem is reported once."""
-    return problem.split(" for ", 1)[0] if problem.startswith("gripper not answering") else problem
 
 
 class ThrottledLog:

@@ -142,7 +142,7 @@ def test_the_shipped_parameter_file_starts_and_reports_no_server(ros_context, sp
         assert len(messages) >= 3  # idle_publish_period 0.1 s
         for message in messages:
             for body in (message.pusher, *message.objects):
-                assert not body.valid and math.isinf(body.age)
+                assert not body.valid and math.isinf(body.age), (node.client.stats(), node.client.server_info)
                 assert (body.x, body.y, body.yaw, body.vx, body.vy, body.yaw_rate) == (0, 0, 0, 0, 0, 0)
             snapshot = msg_to_snapshot(message, SCENE)  # readable by the consumers: finite, complete
             assert not snapshot.pusher_valid and not snapshot.object_valid.any()

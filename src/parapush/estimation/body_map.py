@@ -22,9 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from parapush.scene import Scene
+from parapush.yaml_file import read_yaml
 
 #: The scene body name of the pusher.
 PUSHER_BODY = "pusher"
@@ -272,14 +271,7 @@ def body_map_from_dict(data: Any) -> BodyMap:
 def load_body_map(path: str | Path, scene: Scene | None = None) -> BodyMap:
     """Read a mapping file, validated against ``scene`` when given; errors name file and entry."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise BodyMapError(f"{path}: cannot read body mapping ({error.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise BodyMapError(f"{path}: invalid YAML ({error})") from None
+    data = read_yaml(path, BodyMapError, "body mapping")
     try:
         body_map = body_map_from_dict(data)
         if scene is not None:

@@ -69,6 +69,7 @@ from parapush.estimation.rotations import (
     yaw_about_z,
     yaw_quaternion,
 )
+from parapush.yaml_file import read_yaml
 
 #: Section of a transform YAML file holding the transform.
 TRANSFORM_SECTION = "mocap_to_table"
@@ -299,14 +300,7 @@ def table_transform_from_dict(data: Any, where: str = TRANSFORM_SECTION) -> Tabl
 def load_table_transform(path: str | Path) -> TableTransform:
     """Read a transform file (as written by the calibration tool); errors name file and field."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise TableFrameError(f"{path}: cannot read transform file ({error.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise TableFrameError(f"{path}: invalid YAML ({error})") from None
+    data = read_yaml(path, TableFrameError, "transform file")
     if not isinstance(data, Mapping) or TRANSFORM_SECTION not in data:
         raise TableFrameError(f"{path}: {TRANSFORM_SECTION}: missing")
     unknown = sorted(set(data) - {TRANSFORM_SECTION, CALIBRATION_SECTION})

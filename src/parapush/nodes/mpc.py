@@ -23,10 +23,10 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
-from parapush.graph import config_dir, resolve_scene_path
+from parapush.graph import config_dir
 from parapush.nodes.conversions import MessageError, controls_to_msg, msg_to_snapshot, state_to_msg, trajectory_to_msg
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters
+from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
 from parapush.nodes.service_prediction import ServicePrediction
 from parapush.planning import (
     MODEL_NAMES,
@@ -38,7 +38,7 @@ from parapush.planning import (
     StochasticTrajectoryOptimizer,
     load_planner_config,
 )
-from parapush.scene import GoalRegion, SceneError, load_scene
+from parapush.scene import GoalRegion, SceneError
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
@@ -130,10 +130,7 @@ class MpcNode(Node):
     def __init__(self, **node_options) -> None:
         super().__init__("mpc", **node_options)
         values = declare_parameters(self, PARAMETERS)
-        try:
-            self.scene = load_scene(resolve_scene_path(values["scene_file"]))
-        except (SceneError, FileNotFoundError) as error:
-            raise ParameterError(f"parameter 'scene_file': {error}") from None
+        self.scene = load_scene_parameter(values["scene_file"])
         try:
             path = values["planner_config"]
             self.config = load_planner_config(path if "/" in path else config_dir() / path)

@@ -114,3 +114,18 @@ def undeclared_keys(declared: Iterable[str], parameter_file_entries: dict[str, A
     """Keys of a node's parameter-file entries that the node does not declare (for static checks)."""
     names = set(declared) | {"use_sim_time"}
     return sorted(key for key in parameter_file_entries if key not in names)
+
+
+def load_scene_parameter(value: str):
+    """The scene named by a node's ``scene_file`` parameter (a path or a name in config/scenes/).
+
+    Raises:
+        ParameterError: naming ``scene_file`` and what is wrong with the file.
+    """
+    from parapush.graph import resolve_scene_path
+    from parapush.scene import SceneError, load_scene
+
+    try:
+        return load_scene(resolve_scene_path(value))
+    except (SceneError, FileNotFoundError) as error:
+        raise ParameterError(f"parameter 'scene_file': {error}") from None

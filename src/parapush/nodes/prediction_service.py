@@ -16,10 +16,9 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, sequences_from_msgs, trajectory_to_msg
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters
+from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
 from parapush.physics.fine import COLLIDERS, INTEGRATORS, FineSettings
 from parapush.prediction import (
     BACKENDS,
@@ -33,7 +32,6 @@ from parapush.prediction import (
     PredictionSettings,
     RequestError,
 )
-from parapush.scene import SceneError, load_scene
 
 SERVICE_QOS = QoSProfile(depth=256, reliability=ReliabilityPolicy.RELIABLE)
 """QoS of the service (and the right one for clients that send bursts of requests)."""
@@ -73,10 +71,7 @@ class PredictionServiceNode(Node):
     def __init__(self, **node_options) -> None:
         super().__init__("prediction_service", **node_options)
         values = declare_parameters(self, PARAMETERS)
-        try:
-            self.scene = load_scene(resolve_scene_path(values["scene_file"]))
-        except (SceneError, FileNotFoundError) as error:
-            raise ParameterError(f"parameter 'scene_file': {error}") from None
+        self.scene = load_scene_parameter(values["scene_file"])
         try:
             settings = PredictionSettings(
                 backend=values["backend"],

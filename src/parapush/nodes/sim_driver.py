@@ -19,11 +19,10 @@ from parareal_pushing.msg import SceneState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
-from parapush.graph import config_dir, resolve_scene_path
+from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, time_to_seconds
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters
-from parapush.scene import SceneError, load_scene
+from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
 from parapush.sim.arm import EndEffectorTwist
 from parapush.sim.driver import DriverSettings, DriverSettingsError, SimDriver, load_driver_settings
 
@@ -79,10 +78,7 @@ class SimDriverNode(Node):
     def __init__(self, **node_options) -> None:
         super().__init__("sim_driver", **node_options)
         values = declare_parameters(self, PARAMETERS)
-        try:
-            self.scene = load_scene(resolve_scene_path(values["scene_file"]))
-        except (SceneError, FileNotFoundError) as error:
-            raise ParameterError(f"parameter 'scene_file': {error}") from None
+        self.scene = load_scene_parameter(values["scene_file"])
         try:
             settings = driver_settings_from_parameters(values)
         except (DriverSettingsError, ValueError, OSError) as error:

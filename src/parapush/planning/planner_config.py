@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from parapush.planning.costs import CostConfigError, CostFunction, validate_cost_config
 from parapush.planning.mpc import MpcSettings
 from parapush.planning.optimizer import OptimizerSettings
 from parapush.planning.predictive_model import MODEL_NAMES, make_predictive_model
 from parapush.scene import Scene
+from parapush.yaml_file import read_yaml
 
 BACKEND_NAMES = ("serial", "threads", "processes")
 
@@ -188,14 +187,7 @@ def planner_config_from_dict(data: Any) -> PlannerConfig:
 def load_planner_config(path: str | Path) -> PlannerConfig:
     """Read ``config/planner.yaml``-style files; errors name the file and the field."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise PlannerConfigError(f"{path}: cannot read planner config ({error.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise PlannerConfigError(f"{path}: invalid YAML ({error})") from None
+    data = read_yaml(path, PlannerConfigError, "planner config")
     try:
         return planner_config_from_dict(data)
     except PlannerConfigError as error:

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from parapush.scene.state import StateLayout
+from parapush.yaml_file import read_yaml
 
 SHAPES = ("cylinder", "box")
 
@@ -336,14 +335,7 @@ def scene_from_dict(data: Mapping[str, Any]) -> Scene:
 def load_scene(path: str | Path) -> Scene:
     """Read a scene YAML file; errors name the file and the offending field."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise SceneError(f"{path}: cannot read scene file ({error.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise SceneError(f"{path}: invalid YAML ({error})") from None
+    data = read_yaml(path, SceneError, "scene file")
     try:
         return scene_from_dict(data)
     except SceneError as error:

@@ -177,6 +177,17 @@ def build_model(model: str, scene: Scene, backend: str, workers: int | None) -> 
     raise ValueError(f"unknown model {model!r}; known: {MODELS}")
 
 
+def horizon_target_errors(fine: Any, steps: list[dict], target_pose: slice, durations: np.ndarray) -> list[float]:
+    """Per step: distance between the planned x_N target position and the fine rollout of the plan, m."""
+    errors = []
+    for step in steps:
+        state = np.asarray(step["state"], dtype=float)[None]
+        for control, duration in zip(step["planned_controls"], durations, strict=True):
+            state = fine.propagate(state, np.asarray(control)[None], np.array([duration]))
+        errors.append(float(np.linalg.norm(state[0, target_pose][:2] - step["predicted_target_N"])))
+    return errors
+
+
 # -- one run ----------------------------------------------------------------------------------
 def load_average() -> float:
     try:
@@ -219,6 +230,8 @@ def run_one(scene_name: str, scene: Scene, model_name: str, config: Any, args: a
                 "unstable_samples": step.unstable_samples,
                 "predicted_target_1": step.predicted_trajectory[1, target_pose][:2],
                 "predicted_target_N": step.predicted_trajectory[-1, target_pose][:2],
+                "state": step.state,
+                "planned_controls": step.planned_controls,
             }
         )
 
@@ -235,6 +248,9 @@ def run_one(scene_name: str, scene: Scene, model_name: str, config: Any, args: a
         for index, step in enumerate(steps)
         if index + 1 < len(targets)
     ]
+    # horizon prediction error (after the run, not timed): the target at x_N as the model predicted it
+    # for the chosen plan vs the fine model's rollout of the same plan from the same state
+    horizon = horizon_target_errors(world.propagator, steps, target_pose, optimizer_settings.durations)
     plans = len(result.planned_costs)
     execution = world.simulated_time
     record = {
@@ -258,6 +274,9 @@ def run_one(scene_name: str, scene: Scene, model_name: str, config: Any, args: a
         "final_distance": result.final_distance,
         "one_step_target_error_mean": float(np.mean(one_step)) if one_step else math.nan,
         "one_step_target_error_max": float(np.max(one_step)) if one_step else math.nan,
+        "horizon_target_error_mean": float(np.mean(horizon)) if horizon else math.nan,
+        "horizon_target_error_max": float(np.max(horizon)) if horizon else math.nan,
+        "states": states,
         "schedules": sorted(timed.schedules),
         "diverged_sequences": int(getattr(predictive, "diverged_sequences", 0)),
         "load_average_before": load_before,
@@ -316,6 +335,8 @@ def summarize(runs: list[dict], models: list[str]) -> dict[str, dict[str, dict]]
                 "controls": mean_ci([float(r["controls"]) for r in chosen])[0],
                 "controls_success": mean_ci([float(r["controls"]) for r in successes])[0],
                 "one_step_target_error_mm": 1e3 * mean_ci([r["one_step_target_error_mean"] for r in chosen])[0],
+                "horizon_target_error_mm": 1e3
+                * mean_ci([r.get("horizon_target_error_mean", math.nan) for r in chosen])[0],
                 "outcomes": {o: sum(r["outcome"] == o for r in chosen) for o in sorted({r["outcome"] for r in chosen})},
             }
         if per_model:
@@ -348,6 +369,7 @@ def table_text(summary: dict, settings: dict) -> str:
         "pred CPU s/step",
         "controls",
         "1-step err mm",
+        "x_N err mm",
         "outcomes",
     ]
     rows = []
@@ -366,6 +388,7 @@ def table_text(summary: dict, settings: dict) -> str:
                     f"{s['prediction_cpu_per_step']:.2f}",
                     f"{s['controls']:.1f}",
                     f"{s['one_step_target_error_mm']:.1f}",
+                    f"{s['horizon_target_error_mm']:.1f}",
                     outcomes,
                 ]
             )

@@ -145,13 +145,18 @@ def test_a_control_streams_base_frame_twists_at_the_rate_for_its_duration_then_z
 
 def test_an_empty_control_sequence_stops_at_once(rig):
     node, harness = rig()
-    harness.send((0.08, 0.0, 3.0))
-    wait_until(lambda: plateau(harness.received(), 0.08), 2.0, what="full speed")
-    time.sleep(0.1)
-    stop_sent = harness.send()
-    wait_until(lambda: any(t.is_zero for t in harness.received(stop_sent)), 1.0, what="a zero command")
-    time.sleep(0.2)
-    after = harness.received(stop_sent)
+
+    def attempt():
+        sent = harness.send((0.08, 0.0, 3.0))
+        wait_until(lambda: plateau(harness.received(sent), 0.08), 2.0, what="full speed")
+        time.sleep(0.1)
+        stop_sent = harness.send()
+        wait_until(lambda: any(t.is_zero for t in harness.received(stop_sent)), 1.0, what="a zero command")
+        time.sleep(0.2)
+        return harness.received(stop_sent - 0.1), stop_sent
+
+    twists, stop_sent = undisturbed(attempt, "empty sequence")
+    after = [t for t in twists if t.receipt >= stop_sent]
     zero_index = next(index for index, twist in enumerate(after) if twist.is_zero)
     before_zero = [t.speed for t in after[:zero_index]]
     latency = after[zero_index].receipt - stop_sent
@@ -165,7 +170,7 @@ def test_an_empty_control_sequence_stops_at_once(rig):
     assert node.executor_core.stream.queued == 0
     assert not node.executor_core.stop_latched  # a planner stop is not a latched stop
     values = harness.executor_values()
-    assert values["stop_requests"] == "1" and values["stop_latched"] == "False"
+    assert int(values["stop_requests"]) >= 1 and values["stop_latched"] == "False"
     # The next control runs normally.
     sent = harness.send((0.05, 0.0, 0.2))
     wait_until(lambda: plateau(harness.received(sent), 0.05), 2.0, what="motion after the stop")
@@ -186,28 +191,55 @@ def test_the_speed_limit_scales_fast_controls_down_keeping_the_direction(rig):
     assert int(values["limit.speed_limited"]) >= len(full)
 
 
+X_MAX, STALL_MARGIN = 0.35, 0.015  # the shipped box edge and margin: the filter's wall is at 0.335
+
+
 def test_the_workspace_limit_stops_the_pusher_before_the_wall(rig):
     node, harness = rig()
-
-    def attempt():
-        harness.place((0.32, 0.0))  # 3 cm from x_max = 0.35
-        sent = harness.send((0.1, 0.02, 1.0))
-        run_to_end(node, harness, sent)
-        time.sleep(0.2)
-        return harness.received(sent), harness.pusher()
-
-    twists, pusher = undisturbed(attempt, "workspace")
-    print(f"\n[workspace] pusher stopped at x = {pusher[0]:.6f} m (x_max 0.35 m, overshoot "
-          f"{max(0.0, pusher[0] - 0.35) * 1e6:.0f} um), y = {pusher[1]:.4f} m")
-    # The braking envelope assumes one command per period; with commands no more than MAX_GAP
-    # apart, a late command near the wall is small: allow 0.2 mm.
-    assert pusher[0] <= 0.35 + 0.0002
-    assert pusher[0] > 0.33  # it did approach the wall
-    assert pusher[1] == pytest.approx(0.02 * 1.0, abs=0.004)  # the y component was not limited
-    # x commands braked to zero near the wall while the control still asked for 0.1 m/s.
-    assert twists[-4].linear[0] == pytest.approx(0.0, abs=1e-3)
+    inner = X_MAX - STALL_MARGIN
+    harness.place((0.31, 0.0))  # 2.5 cm from the filter's wall
+    sent = harness.send((0.1, 0.02, 1.0))
+    run_to_end(node, harness, sent)
+    time.sleep(0.2)
+    twists = harness.received(sent)
+    pusher = harness.pusher()
+    # The braking envelope assumes each command holds one period. A command that the (loaded)
+    # machine delivered late was held longer by the fake arm, as a real arm holds it until the
+    # next one (at most its 0.1 s timeout). Far from the wall the filter absorbs that (it brakes
+    # from the measured position); in the last 5 mm, that extra travel towards the wall is the
+    # only allowed excursion past the filter's wall (and the stall margin keeps it in the box).
+    late = sum(max(0.0, a.linear[0]) * max(0.0, min(b.receipt - a.receipt, 0.1) - PERIOD)
+               for a, b in zip(twists, twists[1:], strict=False) if a.position[0] > inner - 0.005)
+    past = pusher[0] - inner
+    print(f"\n[workspace] pusher stopped at x = {pusher[0]:.6f} m: {past * 1e6:.0f} um past the filter's wall "
+          f"({inner:.3f} m), travel during late commands {late * 1e6:.0f} um; box edge {X_MAX} m")
+    assert pusher[0] <= X_MAX
+    assert past <= late + 0.0002
+    assert pusher[0] > inner - 0.005  # it did approach the wall
+    # x braked to zero near the wall while y kept the control's (speed-limited) 0.0196 m/s.
+    assert any(abs(t.linear[0]) < 1e-3 and t.linear[1] == pytest.approx(0.0196, abs=1e-3) for t in twists)
     values = harness.executor_values()
     assert int(values["limit.workspace_limited"]) > 0
+
+
+def test_a_stalled_executor_still_stops_inside_the_workspace_box(rig):
+    """The node freezes for 0.15 s while the pusher runs at full speed 1 cm before the filter's
+    wall; the (fake) arm holds the last command for its 0.1 s timeout: the stall margin keeps it
+    inside the box."""
+    node, harness = rig()
+    harness.place((0.28, 0.0))
+    harness.send((0.1, 0.0, 1.0))
+    wait_until(lambda: harness.pusher()[0] >= X_MAX - STALL_MARGIN - 0.01, 3.0, what="the pusher near the wall")
+    with node._output_lock:  # no command, no watchdog: the node is stalled
+        speed = harness.received()[-1].linear[0]
+        time.sleep(0.15)
+    wait_until(lambda: idle(node), 3.0, what="the end of the control")
+    time.sleep(0.2)
+    pusher = harness.pusher()
+    print(f"\n[stall] {speed:.3f} m/s when the node froze for 150 ms; the pusher stopped at x = {pusher[0]:.4f} m "
+          f"(box edge {X_MAX} m)")
+    assert speed > 0.05
+    assert pusher[0] <= X_MAX
 
 
 def test_a_stale_scene_state_stops_within_one_command_period_of_the_timeout(rig):

@@ -45,11 +45,13 @@ from parapush.scene import load_scene
 pytestmark = pytest.mark.timeout(90)
 
 #: The tracking tolerance claimed: |world displacement - commanded displacement| per push, m.
-#: Measured on the shared 2-core test machine (16 valid pushes of 50 mm / 27 mm): median ~1 mm,
-#: max 3.8 mm; ~0.5-1 mm along x of the two-control push is the acceleration limit at the change
-#: of control, the rest comes from commands delayed by a loaded machine (the arm holds the last
-#: one). Pushes during which a process visibly stalled are not measured (see measure_push).
-TRACKING_TOLERANCE = 0.005
+#: Measured on the shared, loaded 2-core test machine (~25 valid pushes of 50 mm / 27 mm):
+#: median ~0.6 mm, most below 1.5 mm; ~0.5-1 mm along x of the two-control push is the
+#: acceleration limit at the change of control. The rare larger errors (up to 5.1 mm seen) come
+#: from a command reaching the simulated arm late: the arm holds the last one for at most its
+#: 0.1 s command timeout, i.e. 5 mm at 0.05 m/s; hence 5 mm + 1 mm. Pushes during which a
+#: process visibly stalled are not measured (see measure_push).
+TRACKING_TOLERANCE = 0.006
 TABLE_YAW_IN_BASE = math.pi / 2
 TWIST_TOPIC = "/servo_node/delta_twist_cmds"
 

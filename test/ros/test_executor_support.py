@@ -45,13 +45,15 @@ BASE_PARAMETERS = {
 
 @dataclass(frozen=True)
 class Received:
-    """One received command: receipt time (monotonic), header stamp (ROS s), frame, linear, angular."""
+    """One received command: receipt time (monotonic), header stamp (ROS s), frame, linear,
+    angular, and the fake arm's pusher position (table frame) when it arrived."""
 
     receipt: float
     stamp: float
     frame_id: str
     linear: np.ndarray
     angular: np.ndarray
+    position: np.ndarray | None = None
 
     @property
     def is_zero(self) -> bool:
@@ -97,10 +99,11 @@ class Harness:
     def _on_twist(self, message: TwistStamped) -> None:
         linear = np.array([message.twist.linear.x, message.twist.linear.y, message.twist.linear.z])
         angular = np.array([message.twist.angular.x, message.twist.angular.y, message.twist.angular.z])
-        received = Received(time.monotonic(), time_to_seconds(message.header.stamp), message.header.frame_id,
-                            linear, angular)
+        receipt = time.monotonic()
         with self.lock:
-            self._advance(received.receipt)
+            self._advance(receipt)
+            received = Received(receipt, time_to_seconds(message.header.stamp), message.header.frame_id,
+                                linear, angular, self.position.copy())
             self.twists.append(received)
             self.velocity = (self.base_to_table @ linear)[:2]
             self.last_twist = received.receipt

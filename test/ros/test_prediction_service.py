@@ -252,6 +252,7 @@ def test_bad_parameters_fail_at_start_naming_the_parameter(ros_context):
         ("timestep", 1.0, "timestep"),
         ("scene_file", "no_such_scene.yaml", "scene_file"),
         ("default_iterations", 100, "default_iterations"),
+        ("workers", "two", "workers"),  # wrong type
     ]:
         with pytest.raises(ParameterError, match=match):
             PredictionServiceNode(context=ros_context, parameter_overrides=[Parameter(name, value=value)])

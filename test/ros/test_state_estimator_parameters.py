@@ -131,7 +131,7 @@ def test_the_shipped_parameter_file_starts_and_reports_no_server(ros_context, sp
                       ["ros__parameters"])
     assert set(values) <= {spec.name for spec in PARAMETERS}
     topics = Topics(ros_context, spinning)
-    node = start_estimator(ros_context, spinning, free_udp_port(), **{**values, "diagnostics_period": 0.1})
+    node = start_estimator(ros_context, spinning, free_udp_port(), topics, **{**values, "diagnostics_period": 0.1})
     try:
         assert node.body_map == BODY_MAP and node.scene.name == "clutter_fig1"
         if state_estimator.TransformBroadcaster is None:
@@ -308,3 +308,22 @@ def test_the_executable_exits_2_on_a_bad_parameter_and_0_on_sigint_after_disconn
         assert good.returncode == 0, output
         assert server.stats().clients == (), "no DISCONNECT: the client was not stopped"
         assert "Traceback" not in output, output
+
+
+def test_clock_map_keeps_the_offset_of_short_brackets():
+    """A read of the ROS clock delayed by a preemption must not shift the stamps."""
+    from parapush.nodes.state_estimator import ClockMap
+
+    state = {"offset": 100.0, "delay": 0.0}
+
+    def clock():
+        reading = time.monotonic() + state["offset"]
+        time.sleep(state["delay"])  # preempted after reading: the bracket is long
+        return reading
+
+    clock_map = ClockMap(clock, max_bracket=0.0005)
+    assert clock_map.offset() == pytest.approx(100.0, abs=0.001)
+    state.update(offset=200.0, delay=0.003)
+    assert clock_map.offset() == pytest.approx(100.0, abs=0.001)  # every try too slow: kept
+    state.update(delay=0.0)
+    assert clock_map.offset() == pytest.approx(200.0, abs=0.001)  # a genuine change is followed

@@ -83,7 +83,7 @@ def test_motive_names_are_resolved_and_re_resolved_when_models_change(tmp_path, 
     node = None
     try:
         topics = Topics(ros_context, spinning)
-        node = start_estimator(ros_context, spinning, server.command_address[1], body_map_file=str(map_path),
+        node = start_estimator(ros_context, spinning, server.command_address[1], topics, body_map_file=str(map_path),
                                table_transform_file=str(transform_path))
         topics.wait_for(all_valid, what="a valid state with ids resolved from the model definitions")
         status = stream_status(node)
@@ -146,7 +146,7 @@ def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning
     node = None
     try:
         topics = Topics(ros_context, spinning)
-        node = start_estimator(ros_context, spinning, server.command_address[1], multicast=True,
+        node = start_estimator(ros_context, spinning, server.command_address[1], topics, multicast=True,
                                table_transform_file=str(transform_path), publish_rate=50.0)
         topics.wait_for(all_valid, what="a valid state over multicast")
         time.sleep(0.5)
@@ -188,7 +188,7 @@ def test_simulated_driver_with_the_shipped_configuration(ros_context, spinning):
     try:
         topics = Topics(ros_context, spinning)
         _, port = driver.endpoints().mocap_command_address
-        node = start_estimator(ros_context, spinning, port)  # default body map and transform files
+        node = start_estimator(ros_context, spinning, port, topics)  # default body map and transform files
         topics.wait_for(all_valid, what="a valid state from the simulated driver")
         time.sleep(1.0)
         messages = settled_states(topics.snapshot())[-60:]

@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 import socket
 import threading
 import time
@@ -130,16 +132,31 @@ class MovingScene:
 
 
 class Topics:
-    """Records ``scene_state`` and ``/diagnostics`` (with receipt times) on its own node."""
+    """Records the estimator's ``scene_state`` and ``/diagnostics`` on its own node.
+
+    The topics are remapped under a prefix unique to this object (see :func:`start_estimator`),
+    so that other processes on the same DDS domain (concurrent test runs, a demo) cannot
+    mix their states in.
+    """
+
+    _count = itertools.count()
 
     def __init__(self, context, spinning, name: str = "state_estimator_test_subscriber") -> None:
+        self.prefix = f"/se_test_{os.getpid()}_{next(self._count)}"
+        self.state_topic = f"{self.prefix}/scene_state"
         self.node = rclpy.create_node(name, context=context)
         self.lock = threading.Lock()
         self.states: list[SceneState] = []
         self.diagnostics: list[DiagnosticArray] = []
-        self.node.create_subscription(SceneState, "scene_state", self._on_state, QoSProfile(depth=500))
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 50)
+        self.node.create_subscription(SceneState, self.state_topic, self._on_state, QoSProfile(depth=500))
+        self.node.create_subscription(DiagnosticArray, f"{self.prefix}/diagnostics", self._on_diagnostics, 50)
         spinning.add(self.node)
+
+    @property
+    def remapping(self) -> list[str]:
+        """The node's command-line remapping of its two topics onto this recorder's."""
+        return ["--ros-args", "-r", f"scene_state:={self.state_topic}",
+                "-r", f"/diagnostics:={self.prefix}/diagnostics"]
 
     def _on_state(self, message: SceneState) -> None:
         with self.lock:
@@ -232,11 +249,14 @@ def wait_for_frames(node, count: int, *, at_least: float, at_most: float) -> Non
         time.sleep(0.02)
 
 
-def start_estimator(context, spinning, port: int, **parameters) -> StateEstimatorNode:
+def start_estimator(context, spinning, port: int, topics: Topics, **parameters) -> StateEstimatorNode:
+    """The node, in-process, publishing to ``topics`` (remapped), with ``parameters``."""
     values = {"command_port": port, "diagnostics_period": 0.2}
     values.update(parameters)
     node = StateEstimatorNode(
-        context=context, parameter_overrides=[Parameter(name, value=value) for name, value in values.items()]
+        context=context,
+        parameter_overrides=[Parameter(name, value=value) for name, value in values.items()],
+        cli_args=topics.remapping,
     )
     spinning.add(node)
     return node

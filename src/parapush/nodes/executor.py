@@ -66,6 +66,12 @@ reported, which is logged). On Ctrl-C rclpy shuts the context down before ``clos
 that final zero cannot be published: the arm then halts by its own command timeout (MoveIt
 Servo: ``incoming_command_timeout``), which must not exceed ``limits.command_timeout``.
 
+Workspace margin: the safety filter's braking envelope assumes one command per period. If this
+node stalls (an overloaded machine), the arm holds its last command until its own timeout and
+then decelerates, so the filter is given the workspace box shrunk by ``limits.stall_margin`` on
+every side (default 15 mm = 0.1 m/s x 0.1 s + 0.1^2 / (2 x 1 m/s^2)): normally the pusher stops
+that far inside the configured box, and a stall of up to the arm's timeout still stops it inside.
+
 Every refusal or limiting action is logged with its reason, at most once per
 ``log_throttle_period`` per reason (with the count of repeats), and counted in diagnostics.
 """
@@ -134,6 +140,11 @@ PARAMETERS = (
     ParameterSpec("limits.x_max", 0.35, "m", minimum=-10.0, maximum=10.0),
     ParameterSpec("limits.y_min", -0.45, "m", minimum=-10.0, maximum=10.0),
     ParameterSpec("limits.y_max", 0.45, "m", minimum=-10.0, maximum=10.0),
+    ParameterSpec("limits.stall_margin", 0.015,
+                  "m; the safety filter keeps the pusher this far inside the workspace box, so that a command "
+                  "held until the arm's own timeout (this node stalled) still stops inside the box; at least "
+                  "max_speed x command_timeout + max_speed^2 / (2 max_acceleration) (0.015 m at the defaults)",
+                  minimum=0.0, maximum=1.0),
     ParameterSpec("limits.max_speed", 0.1, "m/s, pusher speed limit (faster commands are scaled down)",
                   minimum=1e-4, maximum=2.0),
     ParameterSpec("limits.max_acceleration", 1.0, "m/s^2, limit on the change of the commanded velocity",
@@ -215,13 +226,20 @@ def executor_settings(values: dict) -> ExecutorSettings:
     except (ValueError, TypeError) as error:
         raise ParameterError(f"parameter 'table_to_base': {error}") from None
     try:
-        limits = SafetyLimits(
-            **{field: values[name] for field, name in _LIMIT_PARAMETERS.items()}
-        )
+        SafetyLimits(**{field: values[name] for field, name in _LIMIT_PARAMETERS.items()})  # the configured box
     except ValueError as error:
         text = str(error)
         field = text.split(":", 1)[0]
         raise ParameterError(f"parameter '{_LIMIT_PARAMETERS.get(field, 'limits')}': {text}") from None
+    margin = values["limits.stall_margin"]
+    shrunk = {field: values[name] for field, name in _LIMIT_PARAMETERS.items()}
+    shrunk.update(x_min_m=values["limits.x_min"] + margin, x_max_m=values["limits.x_max"] - margin,
+                  y_min_m=values["limits.y_min"] + margin, y_max_m=values["limits.y_max"] - margin)
+    if shrunk["x_max_m"] <= shrunk["x_min_m"] or shrunk["y_max_m"] <= shrunk["y_min_m"]:
+        raise ParameterError(f"parameter 'limits.stall_margin': {margin} m on every side leaves no workspace in "
+                             f"x [{values['limits.x_min']}, {values['limits.x_max']}] "
+                             f"y [{values['limits.y_min']}, {values['limits.y_max']}] m")
+    limits = SafetyLimits(**shrunk)
     period = 1.0 / values["rate"]
     if 2.0 * period > values["limits.command_timeout"]:
         raise ParameterError(
@@ -539,9 +557,18 @@ class ExecutorNode(Node):
         if self.gripper is not None:
             self.gripper.start()
         limits = settings.limits
+        recommended = limits.max_speed_m_s * limits.command_timeout_s + limits.max_speed_m_s ** 2 / (
+            2.0 * limits.max_acceleration_m_s2)
+        if values["limits.stall_margin"] < recommended - 1e-12:
+            self.get_logger().warning(
+                f"limits.stall_margin {values['limits.stall_margin']} m is below max_speed x command_timeout + "
+                f"max_speed^2 / (2 max_acceleration) = {recommended:.4f} m: if this node stalls, the arm (holding "
+                "its last command until its own timeout) may leave the workspace box"
+            )
         self.get_logger().info(
             f"ready: {values['rate']:g} Hz TwistStamped on '{values['twist_topic']}' in '{values['base_frame']}'; "
-            f"workspace x [{limits.x_min_m}, {limits.x_max_m}] y [{limits.y_min_m}, {limits.y_max_m}] m, "
+            f"workspace x [{values['limits.x_min']}, {values['limits.x_max']}] y [{values['limits.y_min']}, "
+            f"{values['limits.y_max']}] m, kept {values['limits.stall_margin']} m inside, "
             f"{limits.max_speed_m_s} m/s, {limits.max_acceleration_m_s2} m/s^2, stale after "
             f"{limits.stale_state_timeout_s} s; gripper: "
             + (self.gripper.snapshot().endpoint + " (tool held)" if self.gripper is not None else "disabled")

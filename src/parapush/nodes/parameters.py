@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.exceptions import InvalidParameterValueException
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 
 
@@ -104,7 +104,7 @@ def declare_parameters(node: Node, specs: Iterable[ParameterSpec]) -> dict[str, 
             parameter = node.declare_parameter(spec.name, spec.default, spec.descriptor())
         except InvalidParameterValueException as error:
             raise ParameterError(f"parameter '{spec.name}': {error}") from None
-        except TypeError as error:  # rclpy: override of the wrong type
+        except (InvalidParameterTypeException, TypeError) as error:  # an override of the wrong type
             raise ParameterError(f"parameter '{spec.name}': {error}") from None
         values[spec.name] = spec.validate(parameter.value)
     return values

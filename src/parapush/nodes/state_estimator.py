@@ -69,7 +69,10 @@ Parameters are validated at start; a bad one raises :class:`ParameterError` nami
 transform file, bad ports or addresses, and an interface this host does not have.
 
 Times: the tracker runs on ``time.monotonic()`` (the client's receive times); a state's
-monotonic measurement time is put on the ROS clock as ``ros_now - (monotonic_now - t)``.
+monotonic measurement time ``t`` is put on the ROS clock as ``t + offset``, the offset
+sampled at each publication by :class:`ClockMap` (a short monotonic/ROS/monotonic bracket,
+so that a preempted thread does not shift the stamp). Heartbeats of the same measurement
+carry the same stamp. Per-frame cost in the receive thread: ~1 ms (Python).
 """
 
 from __future__ import annotations

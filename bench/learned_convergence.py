@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -82,11 +83,11 @@ def xy_errors(iterates: np.ndarray, scene: Scene) -> np.ndarray:
 
 
 def cost_per_row(model, states: np.ndarray, controls: np.ndarray, durations: np.ndarray, single: bool,
-                 repeats: int = 3) -> float:
-    """Seconds per row of ``model.propagate``, on the whole batch or one row per call; the
-    best of ``repeats`` timings after one warm-up call (the machine is shared)."""
+                 repeats: int = 7) -> tuple[float, float]:
+    """(best, median) seconds per row of ``model.propagate`` over ``repeats`` timings after
+    one warm-up call, on the whole batch or one row per call (the machine is shared)."""
     model.propagate(states[:1], controls[:1], durations[:1])
-    best = math.inf
+    timings = []
     for _ in range(repeats):
         started = time.perf_counter()
         if single:
@@ -94,8 +95,8 @@ def cost_per_row(model, states: np.ndarray, controls: np.ndarray, durations: np.
                 model.propagate(states[row : row + 1], controls[row : row + 1], durations[row : row + 1])
         else:
             model.propagate(states, controls, durations)
-        best = min(best, (time.perf_counter() - started) / states.shape[0])
-    return best
+        timings.append((time.perf_counter() - started) / states.shape[0])
+    return min(timings), float(np.median(timings))
 
 
 def run_case(scene: Scene, coarse_names: list[str], samples: int, slices: int, args: argparse.Namespace,
@@ -133,13 +134,14 @@ def run_case(scene: Scene, coarse_names: list[str], samples: int, slices: int, a
     flat_states = np.repeat(initial, slices, axis=0)[:rows]
     flat_controls = controls.reshape(-1, 2)[:rows]
     flat_durations = np.full(rows, DURATION)
-    fine_cost = cost_per_row(fine_model, flat_states, flat_controls, flat_durations, single=False, repeats=1)
+    fine_cost, _ = cost_per_row(fine_model, flat_states, flat_controls, flat_durations, single=False, repeats=1)
     case["cost"] = {"fine_s_per_row": fine_cost}
     for name in coarse_names:
         coarse = LearnedCoarseModel(scene) if name == "learned" else AnalyticalCoarseModel(scene)
-        single = cost_per_row(coarse, flat_states, flat_controls, flat_durations, single=True)
-        batched = cost_per_row(coarse, flat_states, flat_controls, flat_durations, single=False)
+        single, single_median = cost_per_row(coarse, flat_states, flat_controls, flat_durations, single=True)
+        batched, batched_median = cost_per_row(coarse, flat_states, flat_controls, flat_durations, single=False)
         case["cost"][name] = {"s_per_row_single": single, "s_per_row_batched": batched,
+                              "s_per_row_single_median": single_median, "s_per_row_batched_median": batched_median,
                               "fine_over_coarse_single": fine_cost / single,
                               "fine_over_coarse_batched": fine_cost / batched}
     return case
@@ -177,13 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     headers = ["case", "coarse"] + [f"k={k}" for k in range(width - 3)] + ["displ. mm"]
     rows = [row[:-1] + [""] * (width - len(row)) + row[-1:] for row in rows]
     print(format_table(headers, rows))
-    print("cost per single-step prediction (one row), fine / coarse:")
+    print("cost per single-step prediction (one row; coarse: best and median of 7 timings), fine / coarse (best):")
     cost_rows = []
     for name, case in cases.items():
         for model in case["models"]:
             cost = case["cost"][model]
             cost_rows.append([name, model, f"{1e3 * case['cost']['fine_s_per_row']:.2f}",
-                              f"{1e6 * cost['s_per_row_single']:.0f}", f"{1e6 * cost['s_per_row_batched']:.1f}",
+                              f"{1e6 * cost['s_per_row_single']:.0f} / {1e6 * cost['s_per_row_single_median']:.0f}",
+                              f"{1e6 * cost['s_per_row_batched']:.1f} / {1e6 * cost['s_per_row_batched_median']:.1f}",
                               f"{cost['fine_over_coarse_single']:.0f}", f"{cost['fine_over_coarse_batched']:.0f}"])
     print(format_table(["case", "coarse", "fine ms", "coarse us (1 row)", "coarse us (batch)", "ratio 1 row",
                         "ratio batch"], cost_rows))
@@ -214,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             "protocol": {"samples": samples, "duration_s": DURATION, "max_speed_m_s": MAX_SPEED,
                          "first_gap_m": FIRST_GAP, "neighbour_gap_m": NEIGHBOUR_GAP,
                          "projection": not args.no_projection, "backend": args.backend, "workers": args.workers,
-                         "seed": args.seed},
+                         "seed": args.seed, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
             "cases": cases,
         },
         figure,

@@ -44,14 +44,22 @@ from parapush.scene import load_scene
 
 pytestmark = pytest.mark.timeout(90)
 
-#: The tracking tolerance claimed: |world displacement - commanded displacement| per push, m.
-#: Measured on the shared, loaded 2-core test machine (~25 valid pushes of 50 mm / 27 mm):
-#: median ~0.6 mm, most below 1.5 mm; ~0.5-1 mm along x of the two-control push is the
-#: acceleration limit at the change of control. The rare larger errors (up to 5.1 mm seen) come
-#: from a command reaching the simulated arm late: the arm holds the last one for at most its
-#: 0.1 s command timeout, i.e. 5 mm at 0.05 m/s; hence 5 mm + 1 mm. Pushes during which a
-#: process visibly stalled are not measured (see measure_push).
-TRACKING_TOLERANCE = 0.006
+#: The tracking tolerance claimed per push: |world displacement - commanded displacement| <=
+#: 1 mm + ARM_TIMEOUT x the largest velocity change of the push. Measured on the shared, loaded
+#: 2-core test machine (~30 valid pushes of 50 mm / 27 mm): median ~0.6 mm, most below 1.5 mm
+#: (~0.5-1 mm along x of the two-control push is the acceleration limit at the change of
+#: control). The rare larger errors (up to 6.0 mm seen) come from a command reaching the
+#: simulated arm late, which then holds the previous one for at most its command timeout: a
+#: change of velocity dv delivered late adds up to dv x 0.1 s (6.1 mm at the 0.061 m/s change of
+#: the two-control push). Pushes during which a process visibly stalled are not measured.
+TRACKING_MARGIN = 0.001
+ARM_TIMEOUT = 0.1  # s, sim_world.yaml world.arm.command_timeout (MoveIt Servo's incoming_command_timeout)
+
+
+def tracking_tolerance(controls) -> float:
+    velocities = [np.zeros(2)] + [np.array([vx, vy]) for vx, vy, _ in controls] + [np.zeros(2)]
+    largest_change = max(float(np.linalg.norm(b - a)) for a, b in zip(velocities, velocities[1:], strict=False))
+    return TRACKING_MARGIN + ARM_TIMEOUT * largest_change
 TABLE_YAW_IN_BASE = math.pi / 2
 TWIST_TOPIC = "/servo_node/delta_twist_cmds"
 
@@ -347,11 +355,11 @@ def test_the_pusher_follows_commanded_pushes_and_is_released_on_shutdown(stack):
             print(f"\n[sim push] not measured ({invalid}) after {np.round(moved * 1e3, 1)} mm; pushing again")
         assert not invalid, f"four pushes in a row could not be measured: {invalid}"
         error = float(np.linalg.norm(moved - commanded))
-        errors.append(error)
+        errors.append((error, tracking_tolerance(controls)))
         print(f"\n[sim push] commanded {np.round(commanded * 1e3, 2)} mm, world {np.round(moved * 1e3, 2)} mm, "
-              f"error {error * 1e3:.2f} mm")
+              f"error {error * 1e3:.2f} mm (tolerance {errors[-1][1] * 1e3:.1f} mm)")
     print(f"[sim push] {attempts} push(es) for {len(errors)} measurements")
-    assert max(errors) < TRACKING_TOLERANCE
+    assert all(error <= tolerance for error, tolerance in errors)
     assert client.fresh_status()["stop_latched"] == "False"
     assert client.sim_message == "pusher held"
     # Shutdown (SIGINT): the gripper opens and the world releases the pusher.

@@ -1,14 +1,22 @@
-"""The ``main()`` shared by every node: init, build, spin on a multi-threaded executor, clean up."""
+"""The ``main()`` shared by every node: init, build, spin on a multi-threaded executor, clean up.
+
+Ctrl-C (SIGINT) and SIGTERM are handled here rather than by rclpy, so that the node's
+``close()`` runs while the context is still valid: the executor's last zero twist, the MPC
+stopping a running goal and the gripper release are still published before shutdown.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 from parapush.nodes.parameters import ParameterError
 
@@ -17,13 +25,16 @@ EXIT_START_FAILED = 3
 
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, threads: int | None = None) -> int:
-    """Run one node until shutdown (Ctrl-C, SIGTERM, or the context shutting down).
+    """Run one node until SIGINT, SIGTERM or the context shutting down.
 
     A node that cannot start because of a parameter prints the parameter's name and
     returns ``EXIT_BAD_PARAMETER`` (2); any other start-up failure returns 3.
     """
-    rclpy.init(args=list(args) if args is not None else sys.argv)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    rclpy.init(args=list(args) if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     node = None
+    executor = None
     try:
         try:
             node = factory()
@@ -38,17 +49,21 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         executor = MultiThreadedExecutor(num_threads=threads or max(4, os.cpu_count() or 1))
         executor.add_node(node)
         try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
+            while not stop.is_set() and rclpy.ok():
+                executor.spin_once(timeout_sec=0.1)
+        except ExternalShutdownException:
             pass
-        finally:
-            executor.shutdown(timeout_sec=2.0)
         return 0
     finally:
         if node is not None:
             close = getattr(node, "close", None)
             if callable(close):
-                close()
+                close()  # while the context is valid: last commands still go out
+        if executor is not None:
+            executor.shutdown(timeout_sec=2.0)
+        if node is not None:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -103,7 +103,7 @@ def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None) 
         except ImportError as error:
             sys.exit(f"--coarse learned: the learned coarse model is unavailable ({error})")
         try:
-            return LearnedCoarseModel(scene, weights_path=learned_weights)
+            return LearnedCoarseModel(scene, weights_path=learned_weights, resolve_overlaps=False)
         except (ValueError, OSError, NotImplementedError) as error:
             sys.exit(f"--coarse learned: cannot load the learned coarse model ({error})")
     sys.exit(f"--coarse: expected 'analytical' or 'learned', got {name!r}")

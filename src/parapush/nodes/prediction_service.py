@@ -45,7 +45,8 @@ PARAMETERS = (
     ParameterSpec("integrator", _FINE_DEFAULTS.integrator, "MuJoCo integrator of the fine model", choices=INTEGRATORS),
     ParameterSpec("timestep", _FINE_DEFAULTS.timestep, "fine-model time step, s", minimum=1e-5, maximum=0.01),
     ParameterSpec("pusher_collider", _FINE_DEFAULTS.pusher_collider, "pusher contact geometry", choices=COLLIDERS),
-    ParameterSpec("coarse_model", "analytical", "default coarse model", choices=COARSE_MODELS),
+    ParameterSpec("coarse_model", "auto", "default coarse model (auto: learned where it supports the scene)",
+                  choices=COARSE_MODELS),
     ParameterSpec("learned_weights", "", "learned coarse model weights (.npz); empty: the shipped ones"),
     ParameterSpec("default_iterations", 1, "Parareal iterations K when a request gives none", minimum=0, maximum=64),
     ParameterSpec("default_tolerance_position", 0.0, "m; default position tolerance (0: off)",
@@ -109,7 +110,8 @@ class PredictionServiceNode(Node):
         )
         self.get_logger().info(
             f"ready: scene '{self.scene.name}' ({len(self.scene.objects)} objects), backend {settings.backend} "
-            f"with {self.engine.backend.workers} workers, coarse models {list(self.engine.coarse_models)}"
+            f"with {self.engine.backend.workers} workers, coarse models {list(self.engine.coarse_models)} "
+            f"(default {self.engine.default_coarse})"
             + (f" (unavailable: {self.engine.unavailable_coarse})" if self.engine.unavailable_coarse else "")
         )
 

@@ -27,7 +27,9 @@ from parapush.prediction.request import PredictionLimits, PredictionRequest, Req
 from parapush.scene import Scene
 
 BACKENDS = ("serial", "threads", "processes")
-COARSE_MODELS = ("analytical", "learned")
+COARSE_MODELS = ("auto", "analytical", "learned")
+"""``auto``: the learned model where it supports the scene (cylinders, no obstacles, up to the
+objects it was trained for), else the analytical one."""
 SCHEDULES = ("auto", "parareal", "sample_parallel")
 
 
@@ -170,10 +172,13 @@ class PredictionEngine:
         self._coarse = {"analytical": AnalyticalCoarseModel(scene, resolve_overlaps=False)}
         self.unavailable_coarse: dict[str, str] = {}
         self._load_learned()
-        if self.settings.coarse_model not in self._coarse:
+        self.default_coarse = self.settings.coarse_model
+        if self.default_coarse == "auto":
+            self.default_coarse = "learned" if "learned" in self._coarse else "analytical"
+        if self.default_coarse not in self._coarse:
             raise ValueError(
-                f"coarse_model: {self.settings.coarse_model!r} is unavailable: "
-                f"{self.unavailable_coarse.get(self.settings.coarse_model, 'unknown')}"
+                f"coarse_model: {self.default_coarse!r} is unavailable: "
+                f"{self.unavailable_coarse.get(self.default_coarse, 'unknown')}"
             )
         self.backend = make_backend(self.settings.backend, self.fine_model, workers=self.settings.workers)
         self._solvers = {
@@ -194,7 +199,9 @@ class PredictionEngine:
             self.unavailable_coarse["learned"] = f"the learned model cannot be imported ({error})"
             return
         try:
-            self._coarse["learned"] = LearnedCoarseModel(self.scene, weights_path=self.settings.learned_weights)
+            self._coarse["learned"] = LearnedCoarseModel(
+                self.scene, weights_path=self.settings.learned_weights, resolve_overlaps=False
+            )
         except (ValueError, OSError) as error:
             self.unavailable_coarse["learned"] = str(error)
 
@@ -239,7 +246,7 @@ class PredictionEngine:
         durations = np.asarray(request.durations, dtype=float)
         sequences = controls.shape[0]
         initial_states = np.repeat(projected[None], sequences, axis=0)
-        solver = self._solvers[request.coarse_model or self.settings.coarse_model]
+        solver = self._solvers[request.coarse_model or self.default_coarse]
         with self._lock:
             try:
                 if request.model == "fine":

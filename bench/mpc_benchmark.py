@@ -7,7 +7,7 @@ re-plan; :class:`parapush.planning.MpcLoop`) with each predictive model:
 - ``parareal-1``, ``parareal-2``, ``parareal-3``: Parareal with K = 1, 2, 3 iterations
   (analytical coarse model, feasibility projection). The solver's schedule is FORCED to
   ``"parareal"``: with ``"auto"`` it would pick sample-parallel fine prediction on this
-  2-core machine (where it is as fast, see docs/design), and "Parareal" would be the fine
+  2-core machine (where it is as fast; design notes), and "Parareal" would be the fine
   model under another name;
 - ``fine``: the fine MuJoCo model (serial in time, parallel over the sampled sequences);
 - ``parareal-learned-1``: Parareal K = 1 with the learned coarse model (journal), for the
@@ -25,19 +25,30 @@ leaves the table, another object enters the goal; termination rules of
 
 Settings: ``config/planner.yaml`` (ISRR: S = 20 samples, variance 1e-4, N = 4 controls of
 1 s; cost weights) except the optimizer iterations per re-plan. The default is
-``--max-iterations 3`` for EVERY model (the planner's own default is 10): measured here
-(2 cores shared with other work), one optimizer iteration costs ~0.5-1 s of fine
-prediction for one object and ~2-3 s for four objects; Parareal K costs about K times a
-fine prediction on 2 cores (K = 1 does the same fine work as sample-parallel fine, each
-further iteration recomputes most segments). With 10 iterations the 8 scenes x 5 models
-would take several hours; with 3 the full benchmark takes ~40-60 min here (more when the
-machine is busy) and the fine planner still solves the obstacle scenes (checked:
-15-19 controls on isrr_obstacle_1/2, 13 with 10 iterations on isrr_obstacle). Fewer
-iterations make every planner weaker, the same way for every model, so the comparison
-stays fair, but absolute success rates are those of a lightly optimized planner.
+``--max-iterations 3`` for EVERY model (the planner's own default is 10). Why: measured
+here (2 cores shared with other engineers' jobs), one optimizer iteration costs ~0.5-1 s
+of fine prediction for one object and ~1.5-3 s for four objects (CPU, more wall time
+when the machine is loaded); Parareal K costs about 1, 1.75, 2.25 times the fine work for
+K = 1, 2, 3 (N = 4: iteration k recomputes the slices k..N-1), and on 2 cores Parareal
+cannot beat sample-parallel fine (the sampled sequences already fill both cores). With
+10 iterations 8 scenes x 5-6 models would take several hours; with 3 the full benchmark
+took 40 min here (two chunks of ~20 min, load average 4-10 on 2 cores); with 2 the fine
+planner already failed isrr_obstacle_1 (20 controls, 14 cm short). Fewer iterations
+make every planner weaker, the same way for every model, so the comparison is fair, but
+absolute success rates are those of a lightly optimized planner (fine: 3/5 obstacle
+scenes at seed 0, 2/5 at seed 1; 13 controls with 10 iterations on isrr_obstacle).
 The optimizer is seeded (``--seed``) identically for every run; with a fixed iteration
-count and the deterministic fine world a run depends only on the model's predictions.
-``--time-budget`` instead caps each re-plan's wall time (then runs depend on timing).
+count and the deterministic fine world a run depends only on the model's predictions
+(one run per scene and model: a success difference of one or two scenes is within the
+chaos of contact and sampling, compare seeds). ``--time-budget`` instead caps each
+re-plan's wall time (then runs depend on the machine's load).
+
+Timing caveat: planning time is wall time on a shared machine; the table also gives the
+prediction CPU time per step (all threads), which the load distorts much less. Two
+diagnostics (not timed) explain failures: ``1-step err``, the target's predicted position
+after the executed control vs the world's (0 for fine and Parareal: x_1 is exact), and
+``x_N err``, the target at the end of the chosen plan's horizon as the model predicted it
+vs the fine rollout of the same plan (0 for fine).
 
 Results: one table printed, ``bench/results/<name>.json`` (settings, environment, every
 run with its per-step times and trajectory) and ``.png`` (bars like ISRR Fig 7: mean

@@ -7,6 +7,7 @@ stopping a running goal and the gripper release are still published before shutd
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -22,6 +23,11 @@ from parapush.nodes.parameters import ParameterError
 
 EXIT_BAD_PARAMETER = 2
 EXIT_START_FAILED = 3
+
+
+def _spin(executor: MultiThreadedExecutor) -> None:
+    with contextlib.suppress(ExternalShutdownException):
+        executor.spin()
 
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, threads: int | None = None) -> int:
@@ -48,11 +54,13 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         # service call) must not starve subscriptions and service answers.
         executor = MultiThreadedExecutor(num_threads=threads or max(4, os.cpu_count() or 1))
         executor.add_node(node)
-        try:
-            while not stop.is_set() and rclpy.ok():
-                executor.spin_once(timeout_sec=0.1)
-        except ExternalShutdownException:
-            pass
+        # executor.spin() in its own thread (spin_once in a loop rebuilds the wait set for every
+        # callback and cannot keep up with 100+ Hz topics); this thread waits for a signal.
+        spinner = threading.Thread(target=_spin, args=(executor,), name="executor", daemon=True)
+        spinner.start()
+        while not stop.wait(0.1):
+            if not spinner.is_alive() or not rclpy.ok():
+                break
         return 0
     finally:
         if node is not None:

@@ -16,7 +16,8 @@ try:
     import parareal_pushing.msg  # noqa: F401  (the interfaces are built)
     import rclpy
     from rclpy.context import Context
-    from rclpy.executors import MultiThreadedExecutor
+
+    from parapush.nodes.node_main import make_executor
 except ImportError as error:  # pragma: no cover - depends on the machine
     if os.environ.get("PARAPUSH_REQUIRE_ROS") == "1":
         raise
@@ -24,26 +25,27 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 
 
 class SpinningExecutor:
-    """A MultiThreadedExecutor spinning its nodes in a background thread."""
+    """Spins each added node on its own executor and thread, as ``run_node`` would run it
+    (:func:`parapush.nodes.node_main.make_executor`)."""
 
-    def __init__(self, context: Context, threads: int = 4) -> None:
+    def __init__(self, context: Context) -> None:
         self.context = context
-        self.executor = MultiThreadedExecutor(num_threads=threads, context=context)
-        self._thread = threading.Thread(target=self.executor.spin, name="test-executor", daemon=True)
-        self._started = False
+        self._running: list[tuple[object, threading.Thread]] = []
 
     def add(self, *nodes):
         for node in nodes:
-            self.executor.add_node(node)
-        if not self._started:
-            self._thread.start()
-            self._started = True
+            executor = make_executor(node, context=self.context)
+            executor.add_node(node)
+            thread = threading.Thread(target=executor.spin, name=f"spin-{node.get_name()}", daemon=True)
+            thread.start()
+            self._running.append((executor, thread))
         return nodes[0] if len(nodes) == 1 else nodes
 
     def shutdown(self) -> None:
-        self.executor.shutdown(timeout_sec=5.0)
-        if self._started:
-            self._thread.join(timeout=5.0)
+        for executor, _ in self._running:
+            executor.shutdown(timeout_sec=5.0)
+        for _, thread in self._running:
+            thread.join(timeout=5.0)
 
 
 @pytest.fixture

@@ -127,6 +127,8 @@ class RosWorld:
 class MpcNode(Node):
     """Serves ``push_object``; one goal at a time."""
 
+    BLOCKING_CALLBACKS = True  # the goal runs the whole MPC loop inside its callback
+
     def __init__(self, **node_options) -> None:
         super().__init__("mpc", **node_options)
         values = declare_parameters(self, PARAMETERS)

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
@@ -25,7 +25,21 @@ EXIT_BAD_PARAMETER = 2
 EXIT_START_FAILED = 3
 
 
-def _spin(executor: MultiThreadedExecutor) -> None:
+def make_executor(node: Node, *, threads: int | None = None, context=None) -> Executor:
+    """The executor a node runs on.
+
+    Single-threaded, unless the node blocks inside callbacks (``BLOCKING_CALLBACKS = True``,
+    e.g. the MPC's action goal): rclpy's MultiThreadedExecutor re-dispatches a ready timer
+    until a worker runs it, and under CPU contention this starved subscriptions for seconds
+    (measured: 100 Hz messages with a 1.5 s gap beside a 10 ms timer; none single-threaded).
+    Nodes that block get at least 4 threads so a long callback does not starve the others.
+    """
+    if getattr(node, "BLOCKING_CALLBACKS", False):
+        return MultiThreadedExecutor(num_threads=threads or max(4, os.cpu_count() or 1), context=context)
+    return SingleThreadedExecutor(context=context)
+
+
+def _spin(executor: Executor) -> None:
     with contextlib.suppress(ExternalShutdownException):
         executor.spin()
 
@@ -41,6 +55,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
     rclpy.init(args=list(args) if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = None
+    spinner = None
     try:
         try:
             node = factory()
@@ -50,9 +65,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         except Exception as error:  # noqa: BLE001 - report any start-up failure and exit non-zero
             print(f"[FATAL] cannot start: {type(error).__name__}: {error}", file=sys.stderr)
             return EXIT_START_FAILED
-        # At least 4 threads whatever the core count: long callbacks (an action goal, a blocking
-        # service call) must not starve subscriptions and service answers.
-        executor = MultiThreadedExecutor(num_threads=threads or max(4, os.cpu_count() or 1))
+        executor = make_executor(node, threads=threads)
         executor.add_node(node)
         # executor.spin() in its own thread (spin_once in a loop rebuilds the wait set for every
         # callback and cannot keep up with 100+ Hz topics); this thread waits for a signal.
@@ -69,6 +82,8 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
                 close()  # while the context is valid: last commands still go out
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
+        if spinner is not None:
+            spinner.join(timeout=5.0)  # out of rclpy before the node and the context go
         if node is not None:
             node.destroy_node()
         if rclpy.ok():

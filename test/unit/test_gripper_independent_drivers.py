@@ -158,7 +158,10 @@ def test_robotiq2f_activates_moves_and_detects_the_tool(robotiq2f_gripper):
     gripper.go_to(opening=60.0, speed=150.0, force=100.0)  # FC16
     goal_count = gripper.opening_to_count(60.0)
     # robotiq2f's go_to returns before the motion ends; poll its own status instead.
-    wait_until(lambda: emulator.status().position == goal_count)
+    # The motion is over when gOBJ leaves MOVING (one emulator step after the position is reached).
+    wait_until(lambda: emulator.status().position == goal_count
+               and emulator.status().object_status is not ObjectStatus.MOVING)
+    time.sleep(0.01)  # robotiq2f caches its status for 5 ms
     status = gripper.read_status_sync()
     assert status.goal_opening == pytest.approx(gripper.count_to_opening(goal_count))
     assert status.opening == pytest.approx(status.goal_opening) and not status.moving
@@ -166,6 +169,7 @@ def test_robotiq2f_activates_moves_and_detects_the_tool(robotiq2f_gripper):
 
     gripper.go_to(opening=0.0, speed=150.0, force=235.0)
     wait_until(lambda: emulator.status().object_status is ObjectStatus.CONTACT_CLOSING)
+    time.sleep(0.01)  # robotiq2f caches its status for 5 ms
     status = gripper.read_status_sync()
     assert status.obj_detected and not status.moving
     assert status.opening == pytest.approx(gripper.count_to_opening(emulator.status().position))

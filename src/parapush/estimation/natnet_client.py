@@ -30,7 +30,6 @@ Usage::
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
 import select
@@ -41,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
+from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message, peek_message_id
 from parapush.natnet.errors import NatNetDecodeError, NatNetTimeoutError
 from parapush.natnet.frames import MocapFrame, frame_latency_s
@@ -126,19 +126,9 @@ class NatNetClientSettings:
             raise ValueError(
                 f"server_address must be a host name or IPv4 address, got {self.server_address!r}"
             )
-        try:
-            ipaddress.IPv4Address(self.local_address)
-        except ValueError:
-            raise ValueError(f"local_address must be an IPv4 address, got {self.local_address!r}") from None
+        check_ipv4(self.local_address, "local_address")
         if self.multicast_group is not None:
-            try:
-                group = ipaddress.IPv4Address(self.multicast_group)
-            except ValueError:
-                raise ValueError(
-                    f"multicast_group must be an IPv4 address, got {self.multicast_group!r}"
-                ) from None
-            if not group.is_multicast:
-                raise ValueError(f"multicast_group must be a multicast address (224.0.0.0/4), got {group}")
+            check_multicast_group(self.multicast_group)
         if not 1 <= self.command_port <= 65535:
             raise ValueError(f"command_port must be in 1..65535, got {self.command_port}")
         if self.data_port is not None and not 1 <= self.data_port <= 65535:

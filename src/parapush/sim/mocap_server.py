@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import collections
 import enum
-import ipaddress
 import logging
 import math
 import numbers
@@ -43,6 +42,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message
 from parapush.natnet.errors import NatNetDecodeError
 from parapush.natnet.frames import MocapFrame, RigidBody
@@ -194,18 +194,8 @@ class MocapServerSettings:
         if self.natnet_version.major_minor not in {v.major_minor for v in SUPPORTED_VERSIONS}:
             supported = ", ".join(f"{v.major}.{v.minor}" for v in SUPPORTED_VERSIONS)
             raise ValueError(f"natnet_version must be one of {supported}, got {self.natnet_version}")
-        try:
-            ipaddress.IPv4Address(self.host)
-        except ValueError:
-            raise ValueError(f"host must be an IPv4 address, got {self.host!r}") from None
-        try:
-            group = ipaddress.IPv4Address(self.multicast_group)
-        except ValueError:
-            raise ValueError(
-                f"multicast_group must be an IPv4 address, got {self.multicast_group!r}"
-            ) from None
-        if not group.is_multicast:
-            raise ValueError(f"multicast_group must be a multicast address (224.0.0.0/4), got {group}")
+        check_ipv4(self.host, "host")
+        check_multicast_group(self.multicast_group)
         if not 0 <= self.command_port <= 65535:
             raise ValueError(f"command_port must be in 0..65535, got {self.command_port}")
         if not 1 <= self.data_port <= 65535:

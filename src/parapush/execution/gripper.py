@@ -385,7 +385,7 @@ class RobotiqGripper:
                 response = client.read_input_registers(
                     STATUS_ADDRESS, count=USED_REGISTER_COUNT, device_id=self._endpoint.device_id
                 )
-            except ModbusException as error:
+            except (ModbusException, OSError) as error:  # OSError: the peer reset or closed the socket
                 raise GripperCommunicationError(f"{what}: {error}") from error
             if response.isError():
                 raise GripperCommunicationError(f"{what}: exception response {response}")
@@ -405,7 +405,7 @@ class RobotiqGripper:
                     response = client.write_registers(
                         COMMAND_ADDRESS, list(command.to_registers()), device_id=self._endpoint.device_id
                     )
-                except ModbusException as error:
+                except (ModbusException, OSError) as error:  # OSError: the peer reset or closed the socket
                     last_error = GripperCommunicationError(f"{what} to {self._endpoint.describe()}: {error}")
                     continue
                 if response.isError():

@@ -371,8 +371,23 @@ def test_the_pusher_follows_commanded_pushes_and_is_released_on_shutdown(stack):
 def test_a_gripper_fault_in_the_simulated_robot_stops_the_push(robot):
     driver_node, client, process = robot
     world = driver_node.driver.world
-    client.push([(0.0, -0.05, 2.0)])
-    wait_until(lambda: abs(world.arm.status().velocity[1]) > 0.04, 3.0, what="the arm at speed")
+    for attempt in range(1, 5):
+        before = client.fresh_status()
+        sent = client.push([(0.0, -0.05, 2.0)])
+        with contextlib.suppress(AssertionError):
+            wait_until(lambda: abs(world.arm.status().velocity[1]) > 0.04, 3.0, what="the arm at speed")
+        if abs(world.arm.status().velocity[1]) > 0.04:
+            break
+        # A stall of this loaded machine's processes (the estimator runs in this one) makes the
+        # executor stop the push for safety, as it must; that push cannot show the gripper fault.
+        after = client.fresh_status()
+        stalls = [key for key in STALL_COUNTERS if after[key] != before[key]]
+        print(f"\n[sim gripper fault] push {attempt} did not reach speed (executor: {stalls or after}); again")
+        assert stalls or not client.received(sent), f"a push without a stall did not reach speed: {after}"
+        if any(velocity.any() for _, velocity in client.received(sent)):
+            client.wait_for_rest(sent)
+    else:
+        raise AssertionError("four pushes in a row were stopped by stalls of this machine")
     injected = time.monotonic()
     driver_node.driver.inject_gripper_fault(0x0E)
     wait_until(lambda: world.arm.status().velocity == (0.0, 0.0), 1.0, what="the arm at rest")

@@ -5,10 +5,14 @@ over Fast DDS on loopback and, interleaved, calls an identical PredictionEngine 
 For each request size (1 sequence x 4 controls, 20 x 4) it reports the median and p90 of:
 the direct call, the ROS round trip, the time the service spent inside the engine
 (``time_total`` of the response), and the ROS overhead = round trip - time inside.
+The overhead is then split, from in-process timings of the same messages in the same run,
+into serialisation (what any ROS call of this size pays: request and response CDR
+(de)serialisation plus the service's message <-> array conversions) and the rest
+(transport, executors, wake-ups), which is what the target bounds.
 
     python bench/prediction_latency.py [--quick] [--repeats 40]
 
-Target (issue): ROS overhead under 2 ms plus serialisation.
+Target (issue): ROS overhead under 2 ms plus serialisation (the ``rest`` column).
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from parareal_pushing.srv import PredictTrajectory
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg
+from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS
-from parapush.prediction import PredictionEngine, PredictionRequest, PredictionSettings
+from parapush.prediction import PredictionEngine, PredictionLimits, PredictionRequest, PredictionSettings
 from parapush.scene import load_scene
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -62,6 +67,20 @@ def call(client, request, timeout=120.0):
         if time.monotonic() > deadline:
             raise TimeoutError("no answer from the prediction service")
     return future.result()
+
+
+def serialisation_time(scene, message, outcome) -> float:
+    """s: what one call of ``message`` costs in (de)serialisation and conversions, in-process.
+
+    Client: serialise the request, deserialise the response; service: deserialise the request,
+    convert it for the engine, fill the response from the engine's ``outcome``, serialise it.
+    """
+    started = time.perf_counter()
+    received = deserialize_message(serialize_message(message), PredictTrajectory.Request)
+    prediction_request_from_msg(received, scene, PredictionLimits())
+    response = fill_prediction_response(PredictTrajectory.Response(), outcome, received, scene)
+    deserialize_message(serialize_message(response), PredictTrajectory.Response)
+    return time.perf_counter() - started
 
 
 def percentile(values, q):
@@ -102,11 +121,12 @@ def main() -> int:
                 for _ in range(3):  # warm up both paths
                     engine.predict(direct_request)
                     call(client, message)
-                direct, round_trip, inside = [], [], []
-                for _ in range(repeats):
+                direct, round_trip, inside, serialisation = [], [], [], []
+                for _ in range(repeats):  # interleaved: this shared machine's speed drifts by 2x over seconds
                     started = time.perf_counter()
-                    engine.predict(direct_request)
+                    outcome = engine.predict(direct_request)
                     direct.append(time.perf_counter() - started)
+                    serialisation.append(serialisation_time(scene, message, outcome))
                     started = time.perf_counter()
                     response = call(client, message)
                     round_trip.append(time.perf_counter() - started)
@@ -114,12 +134,16 @@ def main() -> int:
                         raise RuntimeError(response.message)
                     inside.append(response.time_total)
                 overhead = np.array(round_trip) - np.array(inside)
+                rest = overhead - np.array(serialisation)
                 rows.append({
                     "sequences": sequences, "controls": 4, "model": options.model, "repeats": repeats,
                     "direct_ms_p50": percentile(direct, 50), "direct_ms_p90": percentile(direct, 90),
                     "ros_ms_p50": percentile(round_trip, 50), "ros_ms_p90": percentile(round_trip, 90),
                     "inside_service_ms_p50": percentile(inside, 50),
                     "ros_overhead_ms_p50": percentile(overhead, 50), "ros_overhead_ms_p90": percentile(overhead, 90),
+                    "serialisation_ms": percentile(serialisation, 50),
+                    "rest_ms_p50": percentile(rest, 50),
+                    "rest_ms_p90": percentile(rest, 90),
                     "request_bytes": len(serialize_message(message)),
                 })
     finally:
@@ -127,14 +151,20 @@ def main() -> int:
         rclpy.shutdown()
         service.terminate()
         service.wait(timeout=10)
-    header = (f"{'request':>10} {'model':>8} {'direct p50':>11} {'ROS p50':>9} {'ROS p90':>9} {'in service':>11} "
-              f"{'overhead p50':>13} {'overhead p90':>13} {'bytes':>7}")
+    header = (f"{'request':>10} {'model':>8} {'direct p50':>11} {'ROS p50':>9} {'ROS p90':>9} "
+              f"{'in service':>11} {'overhead p50':>13} {'overhead p90':>13} {'serialise':>10} {'rest p50':>9} "
+              f"{'rest p90':>9} {'bytes':>7}")
     print(header)
     for row in rows:
         print(f"{row['sequences']:>4} x {row['controls']:<3} {row['model']:>8} {row['direct_ms_p50']:>9.2f}ms "
               f"{row['ros_ms_p50']:>7.2f}ms {row['ros_ms_p90']:>7.2f}ms {row['inside_service_ms_p50']:>9.2f}ms "
-              f"{row['ros_overhead_ms_p50']:>11.2f}ms {row['ros_overhead_ms_p90']:>11.2f}ms {row['request_bytes']:>7}")
-    print("target: ROS overhead (round trip - time inside the service) under 2 ms plus serialisation")
+              f"{row['ros_overhead_ms_p50']:>11.2f}ms {row['ros_overhead_ms_p90']:>11.2f}ms "
+              f"{row['serialisation_ms']:>8.2f}ms {row['rest_ms_p50']:>7.2f}ms {row['rest_ms_p90']:>7.2f}ms "
+              f"{row['request_bytes']:>7}")
+    print("target: ROS overhead (round trip - time inside the service) under 2 ms plus serialisation, "
+          "i.e. rest = overhead - serialisation under 2 ms: "
+          + ", ".join(f"{row['sequences']} x {row['controls']} {'met' if row['rest_ms_p50'] < 2.0 else 'MISSED'}"
+                      for row in rows))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "prediction_latency.json").write_text(json.dumps(rows, indent=2) + "\n")
     _plot(rows)

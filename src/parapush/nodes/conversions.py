@@ -14,7 +14,7 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from parareal_pushing.msg import ControlSequence, ObjectState, PredictedTrajectory, PusherControl, SceneState
 
-from parapush.scene import Scene, SceneSnapshot, StateLayout, wrap_angle
+from parapush.scene import Scene, SceneSnapshot, wrap_angle
 
 
 class MessageError(ValueError):
@@ -35,13 +35,59 @@ def seconds_to_time(seconds: float) -> Time:
     return Time(sec=whole, nanosec=min(int(round((seconds - whole) * 1e9)), 999_999_999))
 
 
-def _body_geometry(body: ObjectState, spec) -> None:
+def _geometry(spec) -> dict:
+    """The ObjectState shape fields of a scene object spec."""
     if spec.shape == "cylinder":
-        body.shape = ObjectState.SHAPE_CYLINDER
-        body.radius = float(spec.radius)
-    else:
-        body.shape = ObjectState.SHAPE_BOX
-        body.half_extent_x, body.half_extent_y = (float(v) for v in spec.half_extents)
+        return {"shape": ObjectState.SHAPE_CYLINDER, "radius": float(spec.radius)}
+    half_x, half_y = (float(v) for v in spec.half_extents)
+    return {"shape": ObjectState.SHAPE_BOX, "half_extent_x": half_x, "half_extent_y": half_y}
+
+
+def _scene_states(
+    states: np.ndarray,
+    scene: Scene,
+    stamps: Sequence[float],
+    frame_id: str,
+    pusher_valid: bool = True,
+    object_valid: Sequence[bool] | None = None,
+    pusher_age: float = 0.0,
+    object_age: Sequence[float] | None = None,
+) -> list[SceneState]:
+    """SceneState messages of states (M, 4 + 6 n), one stamp (s) each.
+
+    Converts the array to Python floats once (``tolist``) and fills every message through its
+    constructor: a 20 x 4 prediction response is 100 of these, built per service call.
+    """
+    layout = scene.layout
+    count = layout.object_count
+    poses_start, twists_start = layout.object_poses.start, layout.object_twists.start
+    velocity = layout.pusher_velocity.start
+    states = np.array(states, dtype=float)  # a copy: yaw is wrapped in place
+    states[:, layout.yaw_indices] = wrap_angle(states[:, layout.yaw_indices])
+    geometry = [(spec.name, _geometry(spec)) for spec in scene.objects]
+    valid = [True] * count if object_valid is None else [bool(v) for v in object_valid]
+    age = [0.0] * count if object_age is None else [float(v) for v in object_age]
+    pusher_radius = float(scene.pusher.radius)
+    pusher_valid, pusher_age = bool(pusher_valid), float(pusher_age)
+    messages = []
+    for values, stamp in zip(states.tolist(), stamps, strict=True):
+        objects = []
+        for index, (name, shape) in enumerate(geometry):
+            x, y, yaw = values[poses_start + 3 * index: poses_start + 3 * index + 3]
+            vx, vy, yaw_rate = values[twists_start + 3 * index: twists_start + 3 * index + 3]
+            objects.append(ObjectState(name=name, x=x, y=y, yaw=yaw, vx=vx, vy=vy, yaw_rate=yaw_rate,
+                                       valid=valid[index], age=age[index], **shape))
+        # SceneState's constructor builds a default header and pusher even when given ones: fill those.
+        message = SceneState(objects=objects)
+        message.header.stamp = seconds_to_time(stamp)
+        message.header.frame_id = frame_id
+        pusher = message.pusher
+        pusher.name = PUSHER_NAME
+        pusher.radius = pusher_radius  # shape: SHAPE_CYLINDER, the default
+        pusher.x, pusher.y, pusher.vx, pusher.vy = values[0], values[1], values[velocity], values[velocity + 1]
+        pusher.valid, pusher.age = pusher_valid, pusher_age
+        messages.append(message)
+    return messages
 
 
 def state_to_msg(
@@ -56,30 +102,11 @@ def state_to_msg(
     object_age: Sequence[float] | None = None,
 ) -> SceneState:
     """A state vector (4 + 6 n,) of ``scene`` as a SceneState message."""
-    layout = scene.layout
-    state = layout.check(state, "state")
-    message = SceneState()
-    message.header.stamp = seconds_to_time(stamp)
-    message.header.frame_id = frame_id
-    pusher = message.pusher
-    pusher.name = PUSHER_NAME
-    pusher.shape = ObjectState.SHAPE_CYLINDER
-    pusher.radius = float(scene.pusher.radius)
-    pusher.x, pusher.y = (float(v) for v in state[layout.pusher_position])
-    pusher.vx, pusher.vy = (float(v) for v in state[layout.pusher_velocity])
-    pusher.valid = bool(pusher_valid)
-    pusher.age = float(pusher_age)
-    for index, spec in enumerate(scene.objects):
-        body = ObjectState(name=spec.name)
-        _body_geometry(body, spec)
-        x, y, yaw = state[layout.object_pose(index)]
-        vx, vy, yaw_rate = state[layout.object_twist(index)]
-        body.x, body.y, body.yaw = float(x), float(y), float(wrap_angle(yaw))
-        body.vx, body.vy, body.yaw_rate = float(vx), float(vy), float(yaw_rate)
-        body.valid = True if object_valid is None else bool(object_valid[index])
-        body.age = 0.0 if object_age is None else float(object_age[index])
-        message.objects.append(body)
-    return message
+    state = scene.layout.check(state, "state")
+    if state.ndim != 1:
+        raise ValueError(f"state: expected one state of shape ({scene.layout.dimension},), got {state.shape}")
+    return _scene_states(state[None], scene, [stamp], frame_id, pusher_valid, object_valid, pusher_age,
+                         object_age)[0]
 
 
 def snapshot_to_msg(snapshot: SceneSnapshot, scene: Scene, *, frame_id: str = "table") -> SceneState:
@@ -229,15 +256,17 @@ def trajectory_to_msg(
 
     ``durations`` (N,) s, when given, stamps each state at its predicted time.
     """
-    layout: StateLayout = scene.layout
-    states = layout.check(states, "states")
+    states = scene.layout.check(states, "states")
+    if states.ndim != 2:
+        raise ValueError(f"states: expected shape (N + 1, {scene.layout.dimension}), got {states.shape}")
     times = np.zeros(len(states))
     if durations is not None:
         times[1:] = np.cumsum(np.asarray(durations, dtype=float))
-    message = PredictedTrajectory(cost=float(cost))
-    message.states = [state_to_msg(state, scene, stamp=start_stamp + t) for state, t in zip(states, times, strict=True)]
-    message.exact = [index < exact_states for index in range(len(states))]
-    return message
+    return PredictedTrajectory(
+        states=_scene_states(states, scene, (start_stamp + times).tolist(), "table"),
+        exact=[index < exact_states for index in range(len(states))],
+        cost=float(cost),
+    )
 
 
 def trajectory_from_msg(message: PredictedTrajectory, scene: Scene) -> np.ndarray:

@@ -16,9 +16,10 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from parapush.nodes.conversions import MessageError, msg_to_snapshot, sequences_from_msgs, trajectory_to_msg
+from parapush.nodes.conversions import MessageError
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
+from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
 from parapush.physics.fine import COLLIDERS, INTEGRATORS, FineSettings
 from parapush.prediction import (
     BACKENDS,
@@ -27,8 +28,6 @@ from parapush.prediction import (
     PredictionEngine,
     PredictionError,
     PredictionLimits,
-    PredictionOutcome,
-    PredictionRequest,
     PredictionSettings,
     RequestError,
 )
@@ -118,7 +117,7 @@ class PredictionServiceNode(Node):
     # -- service --------------------------------------------------------------------------------
     def _handle(self, request: PredictTrajectory.Request, response: PredictTrajectory.Response):
         try:
-            outcome = self.engine.predict(self._to_request(request))
+            outcome = self.engine.predict(prediction_request_from_msg(request, self.scene, self.limits))
         except (MessageError, RequestError) as error:
             response.success = False
             response.message = f"invalid request: {error}"
@@ -133,58 +132,7 @@ class PredictionServiceNode(Node):
             response.message = f"internal error: {type(error).__name__}: {error}"
             self.get_logger().error(f"{response.message}\n{traceback.format_exc()}")
             return response
-        return self._fill(response, outcome, request)
-
-    def _to_request(self, request: PredictTrajectory.Request) -> PredictionRequest:
-        snapshot = msg_to_snapshot(request.initial_state, self.scene)
-        controls, durations = sequences_from_msgs(
-            request.sequences,
-            max_sequences=self.limits.max_sequences,
-            max_controls=self.limits.max_controls,
-            max_speed=self.limits.max_speed,
-        )
-        if request.iterations < -1:
-            raise MessageError(f"iterations: must be >= 0, or -1 for the default, got {request.iterations}")
-        return PredictionRequest(
-            initial_state=snapshot.state,
-            controls=controls,
-            durations=durations,
-            model=request.model or "parareal",
-            coarse_model=request.coarse_model or None,
-            iterations=None if request.iterations == -1 else request.iterations,
-            tolerance_position=_nonzero(request.tolerance_position, "tolerance_position"),
-            tolerance_angle=_nonzero(request.tolerance_angle, "tolerance_angle"),
-            deadline=_nonzero(request.deadline, "deadline"),
-        )
-
-    def _fill(self, response, outcome: PredictionOutcome, request: PredictTrajectory.Request):
-        stamp = float(request.initial_state.header.stamp.sec) + 1e-9 * request.initial_state.header.stamp.nanosec
-        response.trajectories = [
-            trajectory_to_msg(
-                states,
-                self.scene,
-                exact_states=outcome.exact_states,
-                start_stamp=stamp,
-                durations=[control.duration for control in sequence.controls],
-            )
-            for states, sequence in zip(outcome.trajectories, request.sequences, strict=True)
-        ]
-        response.success = True
-        response.iterations_used = outcome.iterations_used
-        response.exact_states = outcome.exact_states
-        response.update_position = [float(v) for v in outcome.update_position]
-        response.update_angle = [float(v) for v in outcome.update_angle]
-        response.stop_reason = outcome.stop_reason
-        response.schedule = outcome.schedule
-        response.time_coarse = outcome.time_coarse
-        response.time_fine = outcome.time_fine
-        response.time_correction = outcome.time_correction
-        response.time_total = outcome.time_total
-        response.message = (
-            f"{outcome.model} ({outcome.schedule}): {len(outcome.trajectories)} sequence(s), "
-            f"{outcome.iterations_used} iteration(s), stop: {outcome.stop_reason}"
-        )
-        return response
+        return fill_prediction_response(response, outcome, request, self.scene)
 
     # -- diagnostics ----------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:
@@ -202,14 +150,6 @@ class PredictionServiceNode(Node):
 
     def close(self) -> None:
         self.engine.close()
-
-
-def _nonzero(value: float, name: str) -> float | None:
-    if value == 0.0:
-        return None
-    if not value > 0.0 or value == float("inf"):
-        raise MessageError(f"{name}: must be > 0 and finite, or 0 for off; got {value!r}")
-    return float(value)
 
 
 def main(args=None) -> int:

@@ -91,6 +91,16 @@ class _Clock:
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
 
+    def result_timings(self) -> dict[str, float | int]:
+        """The timing fields of a :class:`PararealResult` at this instant."""
+        return {
+            "time_coarse": self.coarse,
+            "time_fine": self.fine,
+            "time_correction": self.correction,
+            "time_total": self.elapsed(),
+            "fine_rows": sum(count for _, count, _ in self.fine_calls),
+        }
+
 
 def _position_indices(layout: StateLayout) -> np.ndarray:
     """Indices of the pusher x, y and every object's x, y in the state vector."""
@@ -520,14 +530,10 @@ class PararealSolver:
             update_position=np.array(update_position),
             update_angle=np.array(update_angle),
             iterates=np.stack(iterates) if iterates is not None else None,
-            time_coarse=clock.coarse,
-            time_fine=clock.fine,
-            time_correction=clock.correction,
-            time_total=clock.elapsed(),
             stop_reason=stop_reason,
             schedule="parareal",
             schedule_choice=choice,
-            fine_rows=sum(count for _, count, _ in clock.fine_calls),
+            **clock.result_timings(),
         )
 
     def _iterate(
@@ -633,14 +639,10 @@ class PararealSolver:
             update_position=np.zeros(0),
             update_angle=np.zeros(0),
             iterates=None,
-            time_coarse=clock.coarse,
-            time_fine=clock.fine,
-            time_correction=clock.correction,
-            time_total=clock.elapsed(),
             stop_reason=stop_reason,
             schedule="sample_parallel",
             schedule_choice=choice,
-            fine_rows=sum(count for _, count, _ in clock.fine_calls),
+            **clock.result_timings(),
         )
 
     # -- bookkeeping ----------------------------------------------------------------------

@@ -144,13 +144,7 @@ class ObjectSpec:
         if not isinstance(self.name, str) or not self.name.strip():
             raise SceneError(f"object.name: expected a non-empty string, got {self.name!r}")
         where = f"objects[{self.name}]"
-        if self.shape not in SHAPES:
-            raise SceneError(f"{where}.shape: expected one of {SHAPES}, got {self.shape!r}")
-        object.__setattr__(self, "radius", _positive(self.radius, f"{where}.radius"))
-        extents = _vector(self.half_extents, 2, f"{where}.half_extents")
-        for index, value in enumerate(extents):
-            _positive(value, f"{where}.half_extents[{index}]")
-        object.__setattr__(self, "half_extents", extents)
+        _check_shape(self, where)
         object.__setattr__(self, "height", _positive(self.height, f"{where}.height"))
         object.__setattr__(self, "mass", _positive(self.mass, f"{where}.mass"))
         object.__setattr__(self, "friction", _non_negative(self.friction, f"{where}.friction"))
@@ -162,6 +156,17 @@ class ObjectSpec:
         if self.shape == "cylinder":
             return self.radius
         return math.hypot(*self.half_extents)
+
+
+def _check_shape(body: ObjectSpec | Obstacle, where: str) -> None:
+    """Validate and normalise ``shape``, ``radius`` and ``half_extents`` of a frozen body in place."""
+    if body.shape not in SHAPES:
+        raise SceneError(f"{where}.shape: expected one of {SHAPES}, got {body.shape!r}")
+    object.__setattr__(body, "radius", _positive(body.radius, f"{where}.radius"))
+    extents = _vector(body.half_extents, 2, f"{where}.half_extents")
+    for index, value in enumerate(extents):
+        _positive(value, f"{where}.half_extents[{index}]")
+    object.__setattr__(body, "half_extents", extents)
 
 
 @dataclass(frozen=True)
@@ -186,13 +191,7 @@ class Obstacle:
         if not isinstance(self.name, str) or not self.name.strip():
             raise SceneError(f"obstacle.name: expected a non-empty string, got {self.name!r}")
         where = f"obstacles[{self.name}]"
-        if self.shape not in SHAPES:
-            raise SceneError(f"{where}.shape: expected one of {SHAPES}, got {self.shape!r}")
-        object.__setattr__(self, "radius", _positive(self.radius, f"{where}.radius"))
-        extents = _vector(self.half_extents, 2, f"{where}.half_extents")
-        for index, value in enumerate(extents):
-            _positive(value, f"{where}.half_extents[{index}]")
-        object.__setattr__(self, "half_extents", extents)
+        _check_shape(self, where)
         object.__setattr__(self, "pose", _vector(self.pose, 3, f"{where}.pose"))
 
 

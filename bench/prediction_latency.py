@@ -61,11 +61,9 @@ def ros_request(scene, initial, controls, model, iterations):
 
 def call(client, request, timeout=120.0):
     future = client.call_async(request)
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        rclpy.spin_once(client.node, timeout_sec=0.0005)  # noqa: SLF001
-        if time.monotonic() > deadline:
-            raise TimeoutError("no answer from the prediction service")
+    rclpy.spin_until_future_complete(client.node, future, timeout_sec=timeout)  # as the README's client
+    if not future.done():
+        raise TimeoutError("no answer from the prediction service")
     return future.result()
 
 

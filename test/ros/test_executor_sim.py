@@ -68,7 +68,7 @@ def sim_settings(tmp_path):
     """sim_world.yaml with ephemeral ports, Modbus over TCP only, a fast activation, the table turned."""
     data = yaml.safe_load((config_dir() / "sim_world.yaml").read_text())
     data["mocap"]["server"]["command_port"] = 0
-    data["mocap"]["bodies_file"] = str(config_dir() / "mocap_bodies.yaml")
+    data["mocap"]["bodies_file"] = str(config_dir() / "mocap" / "clutter_fig1.yaml")
     data["gripper"]["emulator"].update(serial=False, tcp=True, tcp_port=0)
     data["gripper"]["device"]["activation_duration_s"] = 0.2
     data["world"]["arm"]["table_rpy_in_base"] = [0.0, 0.0, TABLE_YAW_IN_BASE]

@@ -11,7 +11,7 @@ alone on the table at the origin, yaw 0; the pusher 2 mm behind it on the -x sid
 offset sideways by a quarter of the object's radius (``--offsets``: the first value is the
 reference push, calibrated against the real-world numbers; the second, 0, pushes through the
 centre, an unstable equilibrium reported for information); the arm commanded
-(table-frame ``EndEffectorTwist`` at 20 Hz, as the executor sends them) to move +x at
+(table-frame ``TwistCommand`` at 20 Hz, as the executor sends them) to move +x at
 20 mm/s for 150 mm, then halted and the object left to settle 0.5 s. Each repetition is a
 world reset, so every push draws new contact noise; the sequence is seeded (``--seed``).
 The reference push is our choice: the citation gives the two numbers, not the contact point
@@ -44,9 +44,9 @@ from pathlib import Path
 
 import numpy as np
 
+from parapush.execution.commands import TwistCommand
 from parapush.graph import resolve_scene_path
 from parapush.scene import Scene, load_scene
-from parapush.sim.arm import EndEffectorTwist
 from parapush.sim.noise import PushNoiseSettings
 from parapush.sim.world import SimWorld, WorldSettings
 
@@ -104,12 +104,12 @@ def run_pushes(
         path = [world.true_state()[2:5].copy()]
         elapsed = 0.0
         while elapsed < duration - 1e-9:
-            world.command(EndEffectorTwist(stamp=world.time, frame_id="table", linear=(speed, 0.0, 0.0)))
+            world.command(TwistCommand(stamp_s=world.time, frame_id="table", linear=(speed, 0.0, 0.0)))
             step = min(COMMAND_PERIOD, duration - elapsed)
             world.step(step)
             elapsed += step
             path.append(world.true_state()[2:5].copy())
-        world.command(EndEffectorTwist(stamp=world.time, frame_id="table", linear=(0.0, 0.0, 0.0)))
+        world.command(TwistCommand(stamp_s=world.time, frame_id="table", linear=(0.0, 0.0, 0.0)))
         world.step(settle)
         final = world.true_state()[2:5].copy()
         path.append(final)

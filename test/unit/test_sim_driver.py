@@ -21,10 +21,11 @@ from pymodbus.exceptions import ModbusIOException
 from parapush.estimation.body_map import BodyMapEntry, BodyMapError
 from parapush.estimation.natnet_client import NatNetClient, NatNetClientSettings
 from parapush.estimation.table_frame import TableTransform
+from parapush.execution.commands import TwistCommand
 from parapush.robotiq.device_model import DeviceModelSettings
 from parapush.robotiq.registers import GripperCommand, GripperStatus, ObjectStatus
 from parapush.scene import load_scene, wrap_angle
-from parapush.sim.arm import ArmFault, EndEffectorTwist
+from parapush.sim.arm import ArmFault
 from parapush.sim.driver import (
     DriverSettings,
     DriverSettingsError,
@@ -103,8 +104,8 @@ def planar_poses(driver: SimDriver, frame) -> dict[str, tuple[np.ndarray, bool]]
     return poses
 
 
-def twist(vx: float, vy: float = 0.0) -> EndEffectorTwist:
-    return EndEffectorTwist(stamp=time.monotonic(), frame_id="table", linear=(vx, vy, 0.0))
+def twist(vx: float, vy: float = 0.0) -> TwistCommand:
+    return TwistCommand(stamp_s=time.monotonic(), frame_id="table", linear=(vx, vy, 0.0))
 
 
 def drive(driver: SimDriver, velocity: tuple[float, float], duration_s: float) -> None:

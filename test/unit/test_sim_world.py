@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from parapush.execution.commands import TwistCommand
 from parapush.scene import ObjectSpec, Pusher, Scene, load_scene
-from parapush.sim.arm import ArmFault, ArmSettings, ArmSettingsError, EndEffectorTwist, SimArm
+from parapush.sim.arm import ArmFault, ArmSettings, ArmSettingsError, SimArm
 from parapush.sim.noise import (
     MocapNoise,
     MocapNoiseSettings,
@@ -38,8 +39,8 @@ def one_object_scene(*, object_x: float = 0.0, pusher_y: float = 0.01) -> Scene:
     )
 
 
-def twist(vx: float, vy: float = 0.0, *, frame: str = "table", vz: float = 0.0) -> EndEffectorTwist:
-    return EndEffectorTwist(stamp=0.0, frame_id=frame, linear=(vx, vy, vz))
+def twist(vx: float, vy: float = 0.0, *, frame: str = "table", vz: float = 0.0) -> TwistCommand:
+    return TwistCommand(stamp_s=0.0, frame_id=frame, linear=(vx, vy, vz))
 
 
 def push(world: SimWorld, velocity: tuple[float, float], duration: float, period: float = 0.05) -> None:
@@ -191,9 +192,9 @@ def test_ignored_commands_let_the_timeout_halt_the_arm():
 
 def test_twist_validation_names_the_field():
     with pytest.raises(ValueError, match="linear"):
-        EndEffectorTwist(stamp=0.0, frame_id="table", linear=(0.0, math.nan, 0.0))
+        TwistCommand(stamp_s=0.0, frame_id="table", linear=(0.0, math.nan, 0.0))
     with pytest.raises(ValueError, match="angular"):
-        EndEffectorTwist(stamp=0.0, frame_id="table", linear=(0.0, 0.0, 0.0), angular=(1.0, 2.0))
+        TwistCommand(stamp_s=0.0, frame_id="table", linear=(0.0, 0.0, 0.0), angular=(1.0, 2.0))
     with pytest.raises(ArmSettingsError, match="command_timeout"):
         ArmSettings(command_timeout=0.0)
     with pytest.raises(ArmSettingsError, match=r"arm: unknown field\(s\) \['max_sped'\]"):

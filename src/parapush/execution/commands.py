@@ -7,7 +7,7 @@ ROS-free stand-ins for ``parareal_pushing/PusherControl`` and ``geometry_msgs/Tw
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,10 +41,11 @@ class PlanarControl:
 
 @dataclass(frozen=True, eq=False)
 class TwistCommand:
-    """An end-effector velocity command (TwistStamped).
+    """An end-effector velocity command (what a ``geometry_msgs/TwistStamped`` carries): what
+    the executor sends and what the simulated arm receives.
 
     Attributes:
-        stamp_s: command time, s (the executor's clock).
+        stamp_s: command time, s (the sender's clock; receivers time out on receipt).
         frame_id: frame of the velocities (the robot base frame).
         linear: (3,) linear velocity, m/s.
         angular: (3,) angular velocity, rad/s.
@@ -53,10 +54,12 @@ class TwistCommand:
     stamp_s: float
     frame_id: str
     linear: np.ndarray
-    angular: np.ndarray
+    angular: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.stamp_s):
+        if isinstance(self.stamp_s, bool) or not isinstance(self.stamp_s, (int, float)) or not math.isfinite(
+            self.stamp_s
+        ):
             raise ValueError(f"stamp_s: expected a finite number, got {self.stamp_s!r}")
         if not isinstance(self.frame_id, str) or not self.frame_id:
             raise ValueError(f"frame_id: expected a non-empty string, got {self.frame_id!r}")

@@ -19,11 +19,11 @@ from parareal_pushing.msg import SceneState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
+from parapush.execution.commands import TwistCommand
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, time_to_seconds
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
-from parapush.sim.arm import EndEffectorTwist
 from parapush.sim.driver import DriverSettings, DriverSettingsError, SimDriver, load_driver_settings
 
 PARAMETERS = (
@@ -98,8 +98,8 @@ class SimDriverNode(Node):
     def _on_twist(self, message: TwistStamped) -> None:
         linear, angular = message.twist.linear, message.twist.angular
         try:
-            twist = EndEffectorTwist(
-                stamp=time_to_seconds(message.header.stamp),
+            twist = TwistCommand(
+                stamp_s=time_to_seconds(message.header.stamp),
                 frame_id=message.header.frame_id,
                 linear=(linear.x, linear.y, linear.z),
                 angular=(angular.x, angular.y, angular.z),

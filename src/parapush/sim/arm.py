@@ -36,14 +36,15 @@ import enum
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from parapush.estimation.rotations import rpy_to_matrix
+from parapush.execution.commands import TwistCommand
 
-__all__ = ["ArmFault", "ArmSettings", "ArmSettingsError", "ArmStatus", "CommandOutcome", "EndEffectorTwist", "SimArm"]
+__all__ = ["ArmFault", "ArmSettings", "ArmSettingsError", "ArmStatus", "CommandOutcome", "SimArm"]
 
 
 class ArmSettingsError(ValueError):
@@ -73,35 +74,6 @@ def _name(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ArmSettingsError(f"{name}: expected a non-empty frame name, got {value!r}")
     return value
-
-
-@dataclass(frozen=True, eq=False)
-class EndEffectorTwist:
-    """One end-effector velocity command (what a ``geometry_msgs/TwistStamped`` carries).
-
-    Attributes:
-        stamp: header stamp, s (informational: timeouts use the time of receipt).
-        frame_id: frame the twist is expressed in.
-        linear: (3,) linear velocity, m/s.
-        angular: (3,) angular velocity, rad/s.
-    """
-
-    stamp: float
-    frame_id: str
-    linear: np.ndarray
-    angular: np.ndarray = field(default_factory=lambda: np.zeros(3))
-
-    def __post_init__(self) -> None:
-        if isinstance(self.stamp, bool) or not isinstance(self.stamp, (int, float)) or not math.isfinite(self.stamp):
-            raise ValueError(f"stamp: expected a finite number of seconds, got {self.stamp!r}")
-        if not isinstance(self.frame_id, str):
-            raise ValueError(f"frame_id: expected a string, got {self.frame_id!r}")
-        for name in ("linear", "angular"):
-            vector = np.array(getattr(self, name), dtype=float)
-            if vector.shape != (3,) or not np.all(np.isfinite(vector)):
-                raise ValueError(f"{name}: expected 3 finite numbers, got {getattr(self, name)!r}")
-            vector.setflags(write=False)
-            object.__setattr__(self, name, vector)
 
 
 @dataclass(frozen=True)
@@ -243,10 +215,10 @@ class SimArm:
         self.reset(0.0)
 
     # -- commands ---------------------------------------------------------------------------
-    def command(self, twist: EndEffectorTwist, *, received_at: float) -> CommandOutcome:
+    def command(self, twist: TwistCommand, *, received_at: float) -> CommandOutcome:
         """Take one command received at world time ``received_at`` (s)."""
-        if not isinstance(twist, EndEffectorTwist):
-            raise TypeError(f"twist: expected EndEffectorTwist, got {type(twist).__name__}")
+        if not isinstance(twist, TwistCommand):
+            raise TypeError(f"twist: expected TwistCommand, got {type(twist).__name__}")
         settings = self.settings
         if twist.frame_id == settings.base_frame:
             table_linear = self._base_to_table @ twist.linear

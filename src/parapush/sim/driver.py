@@ -93,12 +93,13 @@ from parapush.estimation.rotations import (
     yaw_quaternion,
 )
 from parapush.estimation.table_frame import TableFrameError, TableTransform, table_transform_from_dict
+from parapush.execution.commands import TwistCommand
 from parapush.graph import config_dir as package_config_dir
 from parapush.natnet.models import RigidBodyDescription
 from parapush.robotiq.device_model import DeviceModelSettings
 from parapush.robotiq.registers import GripperStatus
 from parapush.scene import Scene, load_scene
-from parapush.sim.arm import ArmFault, ArmStatus, CommandOutcome, EndEffectorTwist
+from parapush.sim.arm import ArmFault, ArmStatus, CommandOutcome
 from parapush.sim.gripper_emulator import GripperEmulator, GripperEmulatorSettings
 from parapush.sim.mocap_server import (
     BodySample,
@@ -507,7 +508,7 @@ class SimDriver:
             self.world.start()
 
     # -- the arm ------------------------------------------------------------------------------
-    def submit_twist(self, twist: EndEffectorTwist) -> CommandOutcome:
+    def submit_twist(self, twist: TwistCommand) -> CommandOutcome:
         """One end-effector velocity command (what the ROS node receives as ``TwistStamped``)."""
         return self.world.command(twist)
 

@@ -47,11 +47,12 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from parapush.execution.commands import TwistCommand
 from parapush.physics.fine import FineSettings
 from parapush.physics.mjcf import object_body_name, scene_to_mjcf
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import ObjectSpec, Scene, SceneSnapshot, StateLayout
-from parapush.sim.arm import ArmSettings, CommandOutcome, EndEffectorTwist, SimArm
+from parapush.sim.arm import ArmSettings, CommandOutcome, SimArm
 from parapush.sim.noise import ObjectContactSample, PushNoise, PushNoiseSettings
 
 __all__ = ["BodyPose", "SimWorld", "WorldDivergedError", "WorldSettings", "WorldSettingsError", "WorldStatus"]
@@ -570,7 +571,7 @@ class SimWorld:
                 return self._data.qpos[self._planar_qpos[:2]] + self._grasp_offset
             return self._end_effector.copy()
 
-    def command(self, twist: EndEffectorTwist) -> CommandOutcome:
+    def command(self, twist: TwistCommand) -> CommandOutcome:
         """Pass an end-effector twist to the arm, stamped with the world's current time."""
         with self._lock:
             now = float(self._data.time)

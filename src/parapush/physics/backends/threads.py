@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 
 import mujoco
 import mujoco.batch
@@ -78,10 +79,28 @@ class ThreadBackend:
             self._rollout = mujoco.rollout.Rollout(nthread=self.workers)
             self._datas = [fine_model.new_data() for _ in range(self.workers)]
 
-    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
-        """As :meth:`parapush.physics.fine.FineModel.propagate`, bit-identical to it."""
+    def propagate(
+        self,
+        states: np.ndarray,
+        controls: np.ndarray,
+        durations: np.ndarray,
+        *,
+        models: Sequence[mujoco.MjModel] | None = None,
+    ) -> np.ndarray:
+        """As :meth:`parapush.physics.fine.FineModel.propagate`, bit-identical to it.
+
+        Args:
+            models: optional (M,) MuJoCo models, one per row: variants of the fine model's
+                ``mj_model`` with other parameter values but the same sizes (e.g.
+                :class:`parapush.identification.ObjectModelVariants`); ``rollout`` engine only.
+        """
         model = self.fine_model
         states, controls, durations = check_batch(self.layout, states, controls, durations)
+        if models is not None:
+            if self.engine != "rollout":
+                raise ValueError(f"models: per-row models need engine='rollout', this backend runs {self.engine!r}")
+            if len(models) != states.shape[0]:
+                raise ValueError(f"models: expected one model per row ({states.shape[0]}), got {len(models)}")
         steps = model.steps_for_each(durations)
         physics = model.to_physics_state(states)
         valid = np.all(np.isfinite(physics), axis=1)
@@ -91,24 +110,32 @@ class ThreadBackend:
             for step_count in np.unique(steps[valid]):
                 rows = np.flatnonzero(valid & (steps == step_count))
                 if self.engine == "rollout":
-                    physics[rows] = self._run_rollout(physics[rows], controls[rows], int(step_count))
+                    row_models = None if models is None else [models[row] for row in rows]
+                    physics[rows] = self._run_rollout(physics[rows], controls[rows], int(step_count), row_models)
                 else:
                     physics[rows] = self._run_batch(physics[rows], controls[rows], int(step_count))
         return model.from_physics_state(physics)
 
-    def _run_rollout(self, physics: np.ndarray, controls: np.ndarray, steps: int) -> np.ndarray:
+    def _run_rollout(
+        self, physics: np.ndarray, controls: np.ndarray, steps: int, models: list[mujoco.MjModel] | None
+    ) -> np.ndarray:
         """Rollout in calls of at most ROLLOUT_BUFFER_BYTES of recorded trajectory."""
         per_row = steps * physics.shape[1] * physics.itemsize
         rows_per_call = max(self.workers, ROLLOUT_BUFFER_BYTES // per_row)
-        if physics.shape[0] <= rows_per_call:
-            return self._run_rollout_call(physics, controls, steps)
         parts = []
         for start in range(0, physics.shape[0], rows_per_call):
             rows = slice(start, start + rows_per_call)
-            parts.append(self._run_rollout_call(physics[rows], controls[rows], steps))
-        return np.concatenate(parts)
+            row_models = self.fine_model.mj_model if models is None else models[rows]
+            parts.append(self._run_rollout_call(physics[rows], controls[rows], steps, row_models))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def _run_rollout_call(self, physics: np.ndarray, controls: np.ndarray, steps: int) -> np.ndarray:
+    def _run_rollout_call(
+        self,
+        physics: np.ndarray,
+        controls: np.ndarray,
+        steps: int,
+        models: mujoco.MjModel | list[mujoco.MjModel],
+    ) -> np.ndarray:
         count, size = physics.shape
         needed = count * steps * size
         if self._trajectory.size < needed:  # grow-only buffer: rollout writes every step's state
@@ -117,7 +144,7 @@ class ThreadBackend:
         control = np.ascontiguousarray(np.broadcast_to(controls[:, None, :], (count, steps, 2)))
         assert self._rollout is not None
         self._rollout.rollout(
-            self.fine_model.mj_model,
+            models,
             self._datas,
             physics,
             control,

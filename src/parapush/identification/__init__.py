@@ -1,0 +1,25 @@
+"""Identification of an object's physical parameters from observed pushes (no ROS).
+
+:class:`ObjectIdentifier` fits the mass, support and pusher friction and centre of mass of
+one object so that the fine model reproduces observed pushes (:class:`PushRecord`).
+"""
+
+from parapush.identification.identifier import (
+    IdentificationResult,
+    IdentificationSettings,
+    ObjectIdentifier,
+    PushRecord,
+)
+from parapush.identification.model_variants import ObjectModelVariants
+from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters, ParameterBounds
+
+__all__ = [
+    "PARAMETER_NAMES",
+    "IdentificationResult",
+    "IdentificationSettings",
+    "ObjectIdentifier",
+    "ObjectModelVariants",
+    "ObjectParameters",
+    "ParameterBounds",
+    "PushRecord",
+]

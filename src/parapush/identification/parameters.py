@@ -1,0 +1,130 @@
+"""The physical parameters of one object that identification estimates, and their bounds.
+
+The fine model (:mod:`parapush.physics.mjcf`) gives an object four parameters that shape how
+it moves when pushed: its mass, the friction coefficient of its support contact with the
+table (MJCF: ``max(table.friction, object.friction)``), the friction coefficient of the
+pusher/object contact and the position of its centre of mass in its body frame (which sets
+how the normal force, and with it the friction, is spread under it: the papers' mass and
+friction distribution, summarised by its centroid).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from parapush.scene import Scene
+
+PARAMETER_NAMES = ("mass", "support_friction", "pusher_friction", "com_x", "com_y")
+"""The order of the parameter vector (kg, -, -, m, m)."""
+
+
+def _finite(value: float, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name}: expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: must be finite, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class ObjectParameters:
+    """Physical parameters of one object (SI units).
+
+    Attributes:
+        mass: kg, > 0.
+        support_friction: object/table sliding friction coefficient, >= 0.
+        pusher_friction: pusher/object sliding friction coefficient, >= 0.
+        com_offset: (x, y) m, centre of mass in the object's body frame (0, 0: its centre).
+    """
+
+    mass: float
+    support_friction: float
+    pusher_friction: float
+    com_offset: tuple[float, float] = (0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        if _finite(self.mass, "mass") <= 0.0:
+            raise ValueError(f"mass: must be > 0 kg, got {self.mass!r}")
+        for name in ("support_friction", "pusher_friction"):
+            if _finite(getattr(self, name), name) < 0.0:
+                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, float(getattr(self, name)))
+        object.__setattr__(self, "mass", float(self.mass))
+        offset = tuple(self.com_offset) if isinstance(self.com_offset, (tuple, list, np.ndarray)) else None
+        if offset is None or len(offset) != 2:
+            raise ValueError(f"com_offset: expected (x, y) in m, got {self.com_offset!r}")
+        object.__setattr__(self, "com_offset", tuple(_finite(v, f"com_offset[{i}]") for i, v in enumerate(offset)))
+
+    @classmethod
+    def from_scene(cls, scene: Scene, object_index: int) -> ObjectParameters:
+        """The parameters the scene file gives object ``object_index`` (centre of mass at its centre)."""
+        scene.layout.object_pose(object_index)  # IndexError when out of range
+        spec = scene.objects[object_index]
+        return cls(
+            mass=spec.mass,
+            support_friction=max(scene.table.friction, spec.friction),
+            pusher_friction=scene.pusher.friction,
+        )
+
+    def as_vector(self) -> np.ndarray:
+        """(5,) in the order of :data:`PARAMETER_NAMES`."""
+        return np.array([self.mass, self.support_friction, self.pusher_friction, *self.com_offset])
+
+    @classmethod
+    def from_vector(cls, vector: np.ndarray) -> ObjectParameters:
+        """Inverse of :meth:`as_vector`."""
+        vector = np.asarray(vector, dtype=float)
+        if vector.shape != (len(PARAMETER_NAMES),):
+            raise ValueError(f"vector: expected shape ({len(PARAMETER_NAMES)},), got {vector.shape}")
+        mass, support, pusher, com_x, com_y = (float(v) for v in vector)
+        return cls(mass=mass, support_friction=support, pusher_friction=pusher, com_offset=(com_x, com_y))
+
+
+@dataclass(frozen=True)
+class ParameterBounds:
+    """The box the search stays in; a parameter whose bounds are equal is held fixed.
+
+    Attributes:
+        mass: (low, high) kg, low > 0.
+        support_friction: (low, high), low >= 0.
+        pusher_friction: (low, high), low >= 0.
+        com_offset: m, largest |x| and |y| of the centre of mass (keep it well inside the
+            object's footprint: outside it the object tips over).
+    """
+
+    mass: tuple[float, float] = (0.1, 2.0)
+    support_friction: tuple[float, float] = (0.2, 1.5)
+    pusher_friction: tuple[float, float] = (0.02, 1.0)
+    com_offset: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("mass", 1e-6), ("support_friction", 0.0), ("pusher_friction", 0.0)):
+            pair = getattr(self, name)
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"{name}: expected (low, high), got {pair!r}")
+            low, high = (_finite(v, f"{name}[{i}]") for i, v in enumerate(pair))
+            if low < minimum or high < low:
+                raise ValueError(f"{name}: expected {minimum} <= low <= high, got {pair!r}")
+            object.__setattr__(self, name, (low, high))
+        if _finite(self.com_offset, "com_offset") < 0.0:
+            raise ValueError(f"com_offset: must be >= 0 m, got {self.com_offset!r}")
+        object.__setattr__(self, "com_offset", float(self.com_offset))
+
+    @property
+    def low(self) -> np.ndarray:
+        """(5,) lower bounds in the order of :data:`PARAMETER_NAMES`."""
+        return np.array([self.mass[0], self.support_friction[0], self.pusher_friction[0],
+                         -self.com_offset, -self.com_offset])
+
+    @property
+    def high(self) -> np.ndarray:
+        """(5,) upper bounds in the order of :data:`PARAMETER_NAMES`."""
+        return np.array([self.mass[1], self.support_friction[1], self.pusher_friction[1],
+                         self.com_offset, self.com_offset])
+
+    def contains(self, parameters: ObjectParameters) -> bool:
+        vector = parameters.as_vector()
+        return bool(np.all(vector >= self.low - 1e-12) and np.all(vector <= self.high + 1e-12))

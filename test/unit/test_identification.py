@@ -1,0 +1,191 @@
+"""Identification of an object's parameters from pushes (parapush.identification), no ROS.
+
+The "observed" pushes are made by the fine model itself with known parameters, so the
+search has an exact answer; held-out pushes check that what was found predicts new pushes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parapush.graph import resolve_scene_path
+from parapush.identification import (
+    IdentificationSettings,
+    ObjectIdentifier,
+    ObjectModelVariants,
+    ObjectParameters,
+    ParameterBounds,
+    PushRecord,
+)
+from parapush.physics.backends import ThreadBackend
+from parapush.physics.fine import FineModel
+from parapush.scene import load_scene
+
+TRUTH = ObjectParameters(mass=0.8, support_friction=0.7, pusher_friction=0.45, com_offset=(0.01, -0.008))
+SLIDER = (0.1, 0.2)  # isrr_obstacle.yaml's slider, far from its obstacle
+
+
+@pytest.fixture(scope="module")
+def fine_model() -> FineModel:
+    return FineModel(load_scene(resolve_scene_path("isrr_obstacle.yaml")))
+
+
+@pytest.fixture(scope="module")
+def identifier(fine_model):
+    with ObjectIdentifier(fine_model, 0, workers=2) as identifier:
+        yield identifier
+
+
+def pushes(fine_model: FineModel, parameters: ObjectParameters, count: int, seed: int) -> list[PushRecord]:
+    """``count`` pushes of 2 x 0.5 s along +x, off centre by up to 3 cm, simulated with ``parameters``."""
+    rng = np.random.default_rng(seed)
+    model = ObjectModelVariants(fine_model, 0).make(parameters)
+    layout, radii = fine_model.layout, fine_model.scene.objects[0].radius + fine_model.scene.pusher.radius
+    records = []
+    with ThreadBackend(fine_model, threads=1) as backend:
+        for _ in range(count):
+            start = layout.compose(np.array([SLIDER[0] - radii - 0.001, SLIDER[1] + rng.uniform(-0.03, 0.03)]),
+                                   np.array([[*SLIDER, rng.uniform(-np.pi, np.pi)]]))
+            controls = np.column_stack([np.full(2, 0.06), rng.uniform(-0.01, 0.01, 2)])
+            states = [start]
+            for control in controls:
+                states.append(backend.propagate(states[-1][None], control[None], np.array([0.5]), models=[model])[0])
+            records.append(PushRecord(np.array(states), controls, np.full(2, 0.5)))
+    return records
+
+
+# -- parameters and bounds ----------------------------------------------------------------------
+def test_the_nominal_parameters_are_the_fine_models(fine_model):
+    nominal = ObjectParameters.from_scene(fine_model.scene, 0)
+    scene = fine_model.scene
+    assert nominal == ObjectParameters(mass=scene.objects[0].mass,
+                                       support_friction=max(scene.table.friction, scene.objects[0].friction),
+                                       pusher_friction=scene.pusher.friction)
+    assert ObjectParameters.from_vector(nominal.as_vector()) == nominal
+    with pytest.raises(IndexError, match="object index 1"):
+        ObjectParameters.from_scene(scene, 1)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"mass": 0.0}, "mass: must be > 0"),
+    ({"support_friction": -0.1}, "support_friction: must be >= 0"),
+    ({"pusher_friction": float("nan")}, "pusher_friction: must be finite"),
+    ({"com_offset": (0.0,)}, r"com_offset: expected \(x, y\)"),
+])
+def test_bad_parameters_name_the_field(arguments, message):
+    values = {"mass": 0.5, "support_friction": 1.0, "pusher_friction": 0.2, **arguments}
+    with pytest.raises(ValueError, match=message):
+        ObjectParameters(**values)
+
+
+def test_bad_bounds_and_settings_name_the_field():
+    with pytest.raises(ValueError, match="mass: expected"):
+        ParameterBounds(mass=(1.0, 0.5))
+    with pytest.raises(ValueError, match="com_offset: must be >= 0"):
+        ParameterBounds(com_offset=-0.01)
+    with pytest.raises(ValueError, match="elite: must be < population"):
+        IdentificationSettings(population=8, elite=8)
+    with pytest.raises(ValueError, match="fit: expected distinct names"):
+        IdentificationSettings(fit=("mass", "density"))
+    with pytest.raises(ValueError, match="smoothing: expected a number in"):
+        IdentificationSettings(smoothing=1.5)
+
+
+def test_push_records_check_their_shapes():
+    with pytest.raises(ValueError, match=r"states: expected shape \(3, D\)"):
+        PushRecord(np.zeros((2, 10)), np.zeros((2, 2)), np.ones(2))
+    with pytest.raises(ValueError, match="durations: must be > 0"):
+        PushRecord(np.zeros((3, 10)), np.zeros((2, 2)), np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match="controls: must be finite"):
+        PushRecord(np.zeros((2, 10)), np.array([[np.nan, 0.0]]), np.ones(1))
+
+
+# -- model variants -----------------------------------------------------------------------------
+def test_the_nominal_variant_reproduces_the_fine_model_bit_for_bit(fine_model):
+    variants = ObjectModelVariants(fine_model, 0)
+    records = pushes(fine_model, variants.nominal, 2, seed=3)
+    starts = np.concatenate([record.states[:-1] for record in records])
+    controls = np.concatenate([record.controls for record in records])
+    durations = np.concatenate([record.durations for record in records])
+    expected = fine_model.propagate(starts, controls, durations)
+    with ThreadBackend(fine_model, threads=2) as backend:
+        got = backend.propagate(starts, controls, durations, models=[variants.make(variants.nominal)] * len(starts))
+    assert np.array_equal(got, expected)
+    assert np.array_equal(got, np.concatenate([record.states[1:] for record in records]))
+
+
+def test_a_variant_changes_its_copy_only(fine_model):
+    variants = ObjectModelVariants(fine_model, 0)
+    body = fine_model.mj_model.body("object0").id
+    mass_before, pairs_before = fine_model.mj_model.body_mass[body], fine_model.mj_model.pair_friction.copy()
+    variant = variants.make(TRUTH)
+    assert variant.body_mass[body] == TRUTH.mass
+    assert np.allclose(variant.body_ipos[body][:2], TRUTH.com_offset)
+    assert sorted(set(variant.pair_friction[:, 0]) - set(pairs_before[:, 0])) == [0.45, 0.7]
+    assert fine_model.mj_model.body_mass[body] == mass_before
+    assert np.array_equal(fine_model.mj_model.pair_friction, pairs_before)
+
+
+def test_per_row_models_are_checked(fine_model):
+    states = np.zeros((2, fine_model.layout.dimension))
+    states[:, 2:4] = SLIDER
+    one_model = "models: expected one model per row"
+    with ThreadBackend(fine_model, threads=1) as backend, pytest.raises(ValueError, match=one_model):
+        backend.propagate(states, np.zeros((2, 2)), np.ones(2), models=[fine_model.mj_model])
+    rollout_only = "engine='rollout'"
+    with ThreadBackend(fine_model, threads=1, engine="batch") as backend, pytest.raises(ValueError, match=rollout_only):
+        backend.propagate(states, np.zeros((2, 2)), np.ones(2), models=[fine_model.mj_model] * 2)
+
+
+# -- errors and search --------------------------------------------------------------------------
+def test_the_true_parameters_predict_their_pushes_exactly(fine_model, identifier):
+    records = pushes(fine_model, TRUTH, 2, seed=1)
+    hypotheses = np.stack([TRUTH.as_vector(), identifier.variants.nominal.as_vector()])
+    errors = identifier.prediction_errors(records, hypotheses)
+    assert errors[0] == 0.0
+    assert errors[1] > 1e-3  # the nominal object moves visibly differently (m)
+
+
+def test_identification_finds_parameters_that_predict_new_pushes(fine_model, identifier):
+    records = pushes(fine_model, TRUTH, 3, seed=1)
+    settings = IdentificationSettings(population=16, elite=4, iterations=8, seed=0)
+    result = identifier.identify(records, settings=settings)
+    print(f"\n[identification] {result.parameters}; error {result.initial_error * 1e3:.2f} -> "
+          f"{result.error * 1e3:.3f} mm; sensitivity {np.round(result.sensitivity * 1e3, 3)} mm")
+    assert result.error < 0.2 * result.initial_error
+    assert np.all(np.diff(result.history) <= 0.0)  # the best so far never gets worse
+    assert result.evaluations == 1 + settings.population * result.iterations + 2 * 5
+    assert abs(result.parameters.pusher_friction - TRUTH.pusher_friction) < 0.15
+    held_out = pushes(fine_model, TRUTH, 3, seed=2)
+    nominal, found = identifier.prediction_errors(
+        held_out, np.stack([identifier.variants.nominal.as_vector(), result.parameters.as_vector()])
+    )
+    print(f"[identification] held-out pushes: nominal {nominal * 1e3:.2f} mm, identified {found * 1e3:.2f} mm")
+    assert found < 0.5 * nominal
+
+
+def test_only_the_chosen_parameters_are_searched(fine_model, identifier):
+    records = pushes(fine_model, TRUTH, 2, seed=4)
+    settings = IdentificationSettings(fit=("pusher_friction",), population=8, elite=2, iterations=3)
+    result = identifier.identify(records, settings=settings)
+    nominal = identifier.variants.nominal
+    assert result.parameters.mass == nominal.mass
+    assert result.parameters.com_offset == nominal.com_offset
+    assert result.parameters.support_friction == nominal.support_friction
+    assert np.count_nonzero(result.sensitivity) == 1 and result.sensitivity[2] > 0.0
+    assert result.error <= result.initial_error
+
+
+def test_bad_searches_fail_with_the_argument_named(fine_model, identifier):
+    records = pushes(fine_model, TRUTH, 1, seed=5)
+    with pytest.raises(ValueError, match="records: at least one"):
+        identifier.identify([])
+    with pytest.raises(ValueError, match="initial: .* outside the bounds"):
+        identifier.identify(records, initial=ObjectParameters(mass=5.0, support_friction=1.0, pusher_friction=0.2))
+    bad = PushRecord(np.zeros((2, 4 + 6 * 2)), np.zeros((1, 2)), np.ones(1))
+    with pytest.raises(ValueError, match=r"records\[0\].states: expected 10 values"):
+        identifier.identify([bad])
+    odd = PushRecord(records[0].states[:2], records[0].controls[:1], np.array([0.0005 * 3.3]))
+    with pytest.raises(ValueError, match="durations"):
+        identifier.identify([odd])

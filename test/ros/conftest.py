@@ -6,6 +6,7 @@ interfaces fail the run instead of skipping it.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections.abc import Iterator
@@ -26,11 +27,12 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 
 class SpinningExecutor:
     """Spins each added node on its own executor and thread, as ``run_node`` would run it
-    (:func:`parapush.nodes.node_main.make_executor`)."""
+    (:func:`parapush.nodes.node_main.make_executor`); destroys the nodes at shutdown."""
 
     def __init__(self, context: Context) -> None:
         self.context = context
         self._running: list[tuple[object, threading.Thread]] = []
+        self._nodes: list[object] = []
 
     def add(self, *nodes):
         for node in nodes:
@@ -39,6 +41,7 @@ class SpinningExecutor:
             thread = threading.Thread(target=executor.spin, name=f"spin-{node.get_name()}", daemon=True)
             thread.start()
             self._running.append((executor, thread))
+            self._nodes.append(node)
         return nodes[0] if len(nodes) == 1 else nodes
 
     def shutdown(self) -> None:
@@ -46,15 +49,23 @@ class SpinningExecutor:
             executor.shutdown(timeout_sec=5.0)
         for _, thread in self._running:
             thread.join(timeout=5.0)
+        for node in reversed(self._nodes):
+            node.destroy_node()
+        self._nodes.clear()
 
 
 @pytest.fixture
 def ros_context() -> Iterator[Context]:
+    """A context of its own per test. Its nodes (hence its DDS participant) are destroyed at the
+    end of the test, not whenever the garbage collector gets to them: Fast DDS 3.2 can livelock
+    destroying a participant while another participant of the process is being discovered (a
+    node that failed in its constructor, collected during the next test, hung a run)."""
     context = Context()
     rclpy.init(context=context, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
     try:
         yield context
     finally:
+        gc.collect()  # the nodes the spinning fixture did not hold (e.g. one that failed to start)
         rclpy.shutdown(context=context)
 
 

@@ -189,3 +189,31 @@ def test_bad_searches_fail_with_the_argument_named(fine_model, identifier):
     odd = PushRecord(records[0].states[:2], records[0].controls[:1], np.array([0.0005 * 3.3]))
     with pytest.raises(ValueError, match="durations"):
         identifier.identify([odd])
+
+
+# -- the prediction engine uses applied parameters ----------------------------------------------
+def test_the_engine_predicts_with_applied_parameters(fine_model):
+    from parapush.prediction import (
+        PredictionEngine,
+        PredictionError,
+        PredictionRequest,
+        PredictionSettings,
+        RequestError,
+    )
+
+    record = pushes(fine_model, TRUTH, 1, seed=6)[0]
+    request = PredictionRequest(record.states[0], record.controls[None], record.durations[None], model="fine")
+    with PredictionEngine(fine_model.scene, PredictionSettings(workers=2)) as engine:
+        before = engine.predict(request).trajectories[0]
+        previous = engine.apply_object_parameters("slider", TRUTH)
+        assert previous == ObjectModelVariants(fine_model, 0).nominal
+        assert engine.object_parameters("slider") == TRUTH
+        after = engine.predict(request).trajectories[0]
+        with pytest.raises(RequestError, match="object: unknown object 'box'"):
+            engine.apply_object_parameters("box", TRUTH)
+    np.testing.assert_array_equal(after, record.states)  # the pushes were simulated with TRUTH
+    assert not np.allclose(before, record.states, atol=1e-4)
+    processes = PredictionSettings(backend="processes", workers=1)
+    refused = "'threads' or 'serial' backend"
+    with PredictionEngine(fine_model.scene, processes) as engine, pytest.raises(PredictionError, match=refused):
+        engine.apply_object_parameters("slider", TRUTH)

@@ -240,12 +240,13 @@ class ObjectIdentifier:
         Args:
             records: the observed pushes.
             settings: the search (default :class:`IdentificationSettings`).
-            initial: where the search starts (default: the scene's parameters), inside the bounds.
+            initial: where the search starts, inside the bounds (default: the fine model's current
+                parameters: the scene's, unless others were applied to it).
         """
         settings = IdentificationSettings() if settings is None else settings
         if not isinstance(settings, IdentificationSettings):
             raise TypeError(f"settings: expected IdentificationSettings, got {type(settings).__name__}")
-        initial = self.variants.nominal if initial is None else initial
+        initial = self.variants.current() if initial is None else initial
         if not isinstance(initial, ObjectParameters):
             raise TypeError(f"initial: expected ObjectParameters, got {type(initial).__name__}")
         if not self.bounds.contains(initial):

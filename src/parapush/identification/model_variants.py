@@ -39,8 +39,9 @@ class ObjectModelVariants:
         model = fine_model.mj_model
         name = object_body_name(object_index)
         self._body = model.body(name).id
-        self._nominal_ipos = model.body_ipos[self._body].copy()
-        self._nominal_inertia = model.body_inertia[self._body].copy()
+        self._com_height = float(model.body_ipos[self._body][2])
+        # Inertia per kg: unchanged by apply(), so a model already changed gives the same variants.
+        self._inertia_per_kg = model.body_inertia[self._body] / model.body_mass[self._body]
         self._support_pair = self._pair(model, "table", f"{name}_support")
         self._pusher_pair = self._pair(model, "pusher_collider", f"{name}_collider")
 
@@ -52,21 +53,38 @@ class ObjectModelVariants:
                 return index
         raise RuntimeError(f"the fine model has no contact pair {first}/{second}")
 
-    def make(self, parameters: ObjectParameters) -> mujoco.MjModel:
-        """A copy of the fine model with ``parameters`` for the object.
+    def apply(self, model: mujoco.MjModel, parameters: ObjectParameters) -> None:
+        """Write ``parameters`` for the object into ``model`` (the fine model's or a copy), in place.
 
         The inertia scales with the mass (same shape, same density distribution about the
         centre of mass); the centre of mass keeps its height.
         """
         if not isinstance(parameters, ObjectParameters):
             raise TypeError(f"parameters: expected ObjectParameters, got {type(parameters).__name__}")
-        variant = copy.copy(self.fine_model.mj_model)
         body = self._body
-        variant.body_mass[body] = parameters.mass
-        variant.body_inertia[body] = self._nominal_inertia * (parameters.mass / self.nominal.mass)
-        variant.body_ipos[body] = (*parameters.com_offset, self._nominal_ipos[2])
-        variant.pair_friction[self._support_pair, :2] = parameters.support_friction
-        variant.pair_friction[self._pusher_pair, :2] = parameters.pusher_friction
+        model.body_mass[body] = parameters.mass
+        model.body_inertia[body] = self._inertia_per_kg * parameters.mass
+        model.body_ipos[body] = (*parameters.com_offset, self._com_height)
+        model.pair_friction[self._support_pair, :2] = parameters.support_friction
+        model.pair_friction[self._pusher_pair, :2] = parameters.pusher_friction
+
+    def current(self, model: mujoco.MjModel | None = None) -> ObjectParameters:
+        """The object's parameters in ``model`` (default: the fine model's)."""
+        model = self.fine_model.mj_model if model is None else model
+        body = self._body
+        return ObjectParameters(
+            mass=float(model.body_mass[body]),
+            support_friction=float(model.pair_friction[self._support_pair, 0]),
+            pusher_friction=float(model.pair_friction[self._pusher_pair, 0]),
+            com_offset=(float(model.body_ipos[body][0]), float(model.body_ipos[body][1])),
+        )
+
+    def make(self, parameters: ObjectParameters) -> mujoco.MjModel:
+        """A copy of the fine model with ``parameters`` for the object (see :meth:`apply`)."""
+        if not isinstance(parameters, ObjectParameters):
+            raise TypeError(f"parameters: expected ObjectParameters, got {type(parameters).__name__}")
+        variant = copy.copy(self.fine_model.mj_model)
+        self.apply(variant, parameters)
         return variant
 
     def make_many(self, vectors: np.ndarray) -> list[mujoco.MjModel]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import traceback
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from parareal_pushing.msg import ObjectParameters as ObjectParametersMsg
 from parareal_pushing.srv import PredictTrajectory
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from parapush.nodes.conversions import MessageError
+from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_from_msg
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
 from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
@@ -104,6 +106,11 @@ class PredictionServiceNode(Node):
             callback_group=ReentrantCallbackGroup(),
         )
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        # Identified object parameters (identification node) replace the scene file's in the fine model.
+        self.applied_parameters = 0
+        self._parameters = self.create_subscription(
+            ObjectParametersMsg, "object_parameters", self._on_object_parameters, OBJECT_PARAMETERS_QOS
+        )
         self._timer = self.create_timer(
             values["diagnostics_period"], self._publish_diagnostics, callback_group=MutuallyExclusiveCallbackGroup()
         )
@@ -134,6 +141,16 @@ class PredictionServiceNode(Node):
             return response
         return fill_prediction_response(response, outcome, request, self.scene)
 
+    def _on_object_parameters(self, message: ObjectParametersMsg) -> None:
+        try:
+            name, parameters = parameters_from_msg(message)
+            previous = self.engine.apply_object_parameters(name, parameters)
+        except (MessageError, RequestError, PredictionError) as error:
+            self.get_logger().warning(f"object_parameters not applied: {error}")
+            return
+        self.applied_parameters += 1
+        self.get_logger().info(f"object '{name}': fine model now uses {parameters} (was {previous})")
+
     # -- diagnostics ----------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:
         statistics = self.engine.statistics()
@@ -144,6 +161,7 @@ class PredictionServiceNode(Node):
             message=f"{statistics.requests} requests, {statistics.failures} failed",
         )
         status.values = [KeyValue(key=key, value=str(value)) for key, value in vars(statistics).items()]
+        status.values.append(KeyValue(key="object_parameters_applied", value=str(self.applied_parameters)))
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(array)

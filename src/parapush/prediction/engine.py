@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from parapush.identification import ObjectModelVariants, ObjectParameters
 from parapush.parareal import PararealOptions, PararealResult, PararealSolver, PhysicsDivergenceError
 from parapush.physics.backends import make_backend
 from parapush.physics.backends.processes import WorkerError
@@ -187,6 +188,7 @@ class PredictionEngine:
         }
         self._lock = threading.Lock()
         self._stats_lock = threading.Lock()
+        self._object_variants: dict[int, ObjectModelVariants] = {}
         self._requests = 0
         self._failures = 0
         self._latencies: deque[float] = deque(maxlen=self.settings.latency_window)
@@ -209,6 +211,44 @@ class PredictionEngine:
     def coarse_models(self) -> tuple[str, ...]:
         """Names of the coarse models this engine can use."""
         return tuple(self._coarse)
+
+    # -- object parameters ------------------------------------------------------------------
+    def object_parameters(self, object_name: str) -> ObjectParameters:
+        """The physical parameters the fine model uses now for object ``object_name``."""
+        return self._variants(object_name).current()
+
+    def apply_object_parameters(self, object_name: str, parameters: ObjectParameters) -> ObjectParameters:
+        """Use ``parameters`` for object ``object_name`` in every later fine-model prediction,
+        e.g. ones identified from pushes (:mod:`parapush.identification`); returns the previous
+        ones. The coarse models are kinematic and unaffected; Parareal corrects them as always.
+
+        Raises:
+            RequestError: unknown object name.
+            PredictionError: the process backend (its workers hold their own models).
+        """
+        if not isinstance(parameters, ObjectParameters):
+            raise TypeError(f"parameters: expected ObjectParameters, got {type(parameters).__name__}")
+        if self.settings.backend == "processes":
+            raise PredictionError(
+                "object parameters can only be changed with the 'threads' or 'serial' backend: the 'processes' "
+                "backend's workers each hold their own copy of the fine model"
+            )
+        variants = self._variants(object_name)
+        with self._lock:  # never while a prediction reads the model
+            previous = variants.current()
+            variants.apply(self.fine_model.mj_model, parameters)
+        return previous
+
+    def _variants(self, object_name: str) -> ObjectModelVariants:
+        try:
+            index = self.scene.object_index(object_name)
+        except KeyError:
+            raise RequestError(
+                f"object: unknown object {object_name!r}; the scene has {list(self.scene.object_names)}"
+            ) from None
+        if index not in self._object_variants:
+            self._object_variants[index] = ObjectModelVariants(self.fine_model, index)
+        return self._object_variants[index]
 
     # -- requests ---------------------------------------------------------------------------
     def predict(self, request: PredictionRequest) -> PredictionOutcome:

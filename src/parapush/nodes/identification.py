@@ -1,0 +1,143 @@
+"""Identification node: ``IdentifyObject`` answered by :mod:`parapush.identification`.
+
+Given observed pushes of one object (scene states at the control boundaries and the
+controls executed), it searches the object's mass, support friction, pusher friction and
+centre of mass with the same fine model as the prediction service, answers with the
+result and, when asked, publishes it on ``object_parameters`` (transient local), which the
+prediction service applies to its fine model. Every request is answered: malformed ones
+with ``success = false`` and a message naming the field.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+
+from parareal_pushing.msg import ObjectParameters as ObjectParametersMsg
+from parareal_pushing.srv import IdentifyObject
+from rclpy.node import Node
+
+from parapush.identification import PARAMETER_NAMES, IdentificationSettings, ObjectIdentifier, ObjectParameters
+from parapush.nodes.conversions import MessageError
+from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_to_msg, push_record_from_msg
+from parapush.nodes.node_main import run_node
+from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
+from parapush.physics.fine import COLLIDERS, INTEGRATORS, FineModel, FineSettings
+
+_FINE_DEFAULTS = FineSettings()
+
+PARAMETERS = (
+    ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
+    ParameterSpec("integrator", _FINE_DEFAULTS.integrator, "MuJoCo integrator (as the prediction service's)",
+                  choices=INTEGRATORS),
+    ParameterSpec("timestep", _FINE_DEFAULTS.timestep, "fine-model time step, s", minimum=1e-5, maximum=0.01),
+    ParameterSpec("pusher_collider", _FINE_DEFAULTS.pusher_collider, "pusher contact geometry", choices=COLLIDERS),
+    ParameterSpec("workers", 0, "fine-model threads; 0: one per CPU core", minimum=0, maximum=256),
+    ParameterSpec("iterations", 12, "default search iterations", minimum=1, maximum=1000),
+    ParameterSpec("population", 32, "default hypotheses per iteration", minimum=4, maximum=4096),
+    ParameterSpec("elite_fraction", 0.25, "fraction of each population the search keeps", minimum=0.05,
+                  maximum=0.5),
+    ParameterSpec("seed", 0, "seed of the search's sampler", minimum=0, maximum=2**31 - 1),
+    ParameterSpec("max_pushes", 64, "most pushes per request", minimum=1, maximum=10000),
+    ParameterSpec("max_controls", 32, "most controls per push", minimum=1, maximum=1024),
+    ParameterSpec("max_speed", 0.5, "largest pusher speed a control may have, m/s", minimum=1e-3, maximum=5.0),
+)
+
+
+class IdentificationNode(Node):
+    """Serves ``identify_object`` (parareal_pushing/srv/IdentifyObject)."""
+
+    def __init__(self, **node_options) -> None:
+        super().__init__("identification", **node_options)
+        self.values = declare_parameters(self, PARAMETERS)
+        self.scene = load_scene_parameter(self.values["scene_file"])
+        try:
+            settings = FineSettings(
+                timestep=self.values["timestep"],
+                integrator=self.values["integrator"],
+                pusher_collider=self.values["pusher_collider"],
+            )
+        except ValueError as error:
+            raise ParameterError(f"parameter {error}") from None
+        self.fine_model = FineModel(self.scene, settings)
+        self.published: dict[str, ObjectParameters] = {}
+        self._publisher = self.create_publisher(ObjectParametersMsg, "object_parameters", OBJECT_PARAMETERS_QOS)
+        self._service = self.create_service(IdentifyObject, "identify_object", self._handle)
+        self.get_logger().info(
+            f"ready: scene '{self.scene.name}' ({len(self.scene.objects)} objects), identify_object with "
+            f"{self.values['population']} hypotheses x {self.values['iterations']} iterations by default"
+        )
+
+    def _handle(self, request: IdentifyObject.Request, response: IdentifyObject.Response):
+        started = time.perf_counter()
+        response.parameter_names = list(PARAMETER_NAMES)
+        try:
+            self._identify(request, response)
+        except (MessageError, ValueError) as error:
+            response.success = False
+            response.message = f"invalid request: {error}"
+        except Exception as error:  # noqa: BLE001 - the service never dies on a request
+            response.success = False
+            response.message = f"internal error: {type(error).__name__}: {error}"
+            self.get_logger().error(f"{response.message}\n{traceback.format_exc()}")
+        response.time_total = time.perf_counter() - started
+        return response
+
+    def _identify(self, request: IdentifyObject.Request, response: IdentifyObject.Response) -> None:
+        try:
+            index = self.scene.object_index(request.object)
+        except KeyError:
+            raise MessageError(
+                f"object: unknown object {request.object!r}; the scene has {list(self.scene.object_names)}"
+            ) from None
+        if not request.pushes:
+            raise MessageError("pushes: at least one observed push is needed")
+        if len(request.pushes) > self.values["max_pushes"]:
+            raise MessageError(f"pushes: {len(request.pushes)} pushes, at most {self.values['max_pushes']}")
+        records = [
+            push_record_from_msg(push, self.scene, f"pushes[{number}]", max_controls=self.values["max_controls"],
+                                 max_speed=self.values["max_speed"])
+            for number, push in enumerate(request.pushes)
+        ]
+        population = request.population or self.values["population"]
+        try:
+            settings = IdentificationSettings(
+                fit=tuple(request.fit) or PARAMETER_NAMES,
+                population=population,
+                elite=max(1, min(population - 1, round(self.values["elite_fraction"] * population))),
+                iterations=request.iterations or self.values["iterations"],
+                seed=self.values["seed"],
+            )
+        except ValueError as error:
+            raise MessageError(str(error)) from None
+        if settings.population < 4:
+            raise MessageError(f"population: at least 4 hypotheses per iteration, got {settings.population}")
+        name = request.object
+        with ObjectIdentifier(self.fine_model, index, workers=self.values["workers"] or None) as identifier:
+            initial = self.published.get(name, identifier.variants.nominal)
+            result = identifier.identify(records, settings=settings, initial=initial)
+        stamp = self.get_clock().now().nanoseconds * 1e-9
+        response.success = True
+        response.parameters = parameters_to_msg(name, result.parameters, stamp=stamp)
+        response.initial = parameters_to_msg(name, initial, stamp=stamp)
+        response.error = result.error
+        response.initial_error = result.initial_error
+        response.sensitivity = [float(value) for value in result.sensitivity]
+        response.evaluations = result.evaluations
+        response.message = (
+            f"'{name}' from {len(records)} push(es): one-step error {result.initial_error * 1e3:.2f} -> "
+            f"{result.error * 1e3:.2f} mm after {result.iterations} iteration(s) ({result.stop_reason})"
+        )
+        if request.publish:
+            self.published[name] = result.parameters
+            self._publisher.publish(response.parameters)
+            response.message += "; published on object_parameters"
+        self.get_logger().info(response.message)
+
+
+def main(args=None) -> int:
+    return run_node(IdentificationNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""IdentifyObject / ObjectParameters / ObservedPush messages <-> parapush.identification types.
+
+Every function that reads a message raises :class:`MessageError` naming the field.
+"""
+
+from __future__ import annotations
+
+from parareal_pushing.msg import ObjectParameters as ObjectParametersMsg
+from parareal_pushing.msg import ObservedPush
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from parapush.identification import ObjectParameters, PushRecord
+from parapush.nodes.conversions import MessageError, msg_to_snapshot, seconds_to_time, sequences_from_msgs
+from parapush.scene import Scene
+
+OBJECT_PARAMETERS_QOS = QoSProfile(
+    depth=64, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+"""QoS of ``object_parameters``: a late subscriber (a restarted prediction service) gets them too."""
+
+
+def push_record_from_msg(
+    push: ObservedPush, scene: Scene, where: str, *, max_controls: int, max_speed: float
+) -> PushRecord:
+    """An observed push as a :class:`PushRecord`; ``where`` prefixes the field names in errors."""
+    try:
+        controls, durations = sequences_from_msgs(
+            [push.controls], max_sequences=1, max_controls=max_controls, max_speed=max_speed
+        )
+    except MessageError as error:
+        text = str(error).replace("sequences[0].", f"{where}.").replace("sequences[*].", f"{where}.")
+        raise MessageError(text.replace("sequences:", f"{where}.controls:")) from None
+    expected = controls.shape[1] + 1
+    if len(push.states) != expected:
+        raise MessageError(
+            f"{where}.states: {len(push.states)} states for {controls.shape[1]} controls; expected {expected} "
+            "(one before each control and one after the last)"
+        )
+    states = []
+    for index, state in enumerate(push.states):
+        try:
+            states.append(msg_to_snapshot(state, scene, require_valid=True).state)
+        except MessageError as error:
+            raise MessageError(f"{where}.states[{index}].{error}") from None
+    try:
+        return PushRecord(states, controls[0], durations[0])
+    except ValueError as error:
+        raise MessageError(f"{where}: {error}") from None
+
+
+def parameters_to_msg(object_name: str, parameters: ObjectParameters, *, stamp: float = 0.0) -> ObjectParametersMsg:
+    """Parameters of object ``object_name`` as an ObjectParameters message."""
+    message = ObjectParametersMsg(
+        object=object_name,
+        mass=parameters.mass,
+        support_friction=parameters.support_friction,
+        pusher_friction=parameters.pusher_friction,
+        com_x=parameters.com_offset[0],
+        com_y=parameters.com_offset[1],
+    )
+    message.header.stamp = seconds_to_time(stamp)
+    message.header.frame_id = "table"
+    return message
+
+
+def parameters_from_msg(message: ObjectParametersMsg) -> tuple[str, ObjectParameters]:
+    """(object name, parameters) of an ObjectParameters message."""
+    try:
+        return message.object, ObjectParameters(
+            mass=message.mass,
+            support_friction=message.support_friction,
+            pusher_friction=message.pusher_friction,
+            com_offset=(message.com_x, message.com_y),
+        )
+    except ValueError as error:
+        raise MessageError(str(error)) from None

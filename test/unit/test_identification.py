@@ -217,3 +217,30 @@ def test_the_engine_predicts_with_applied_parameters(fine_model):
     refused = "'threads' or 'serial' backend"
     with PredictionEngine(fine_model.scene, processes) as engine, pytest.raises(PredictionError, match=refused):
         engine.apply_object_parameters("slider", TRUTH)
+
+
+# -- push records from a recorded timeline ------------------------------------------------------
+def test_records_take_the_states_nearest_to_the_control_boundaries():
+    from parapush.identification import push_records_from_timeline
+
+    times = np.arange(0.0, 10.0, 0.01)
+    states = np.column_stack([times, -times])  # a state that says when it was observed
+    states[times > 8.5] = np.nan  # lost tracking at the end
+    sequences = [
+        (1.003, np.array([[0.05, 0.0], [0.0, 0.05]]), np.array([1.0, 0.5])),
+        (4.0, np.zeros((0, 2)), np.zeros(0)),  # a stop: ignored
+        (-0.5, np.array([[0.05, 0.0]]), np.array([1.0])),  # starts before the recording
+        (8.0, np.array([[0.05, 0.0]]), np.array([1.0])),  # ends where nothing was observed
+    ]
+    records, skipped = push_records_from_timeline(times, states, sequences, tolerance=0.02)
+    assert len(records) == 1
+    np.testing.assert_allclose(records[0].states[:, 0], [1.0, 2.0, 2.5])
+    np.testing.assert_array_equal(records[0].durations, [1.0, 0.5])
+    assert [(s.start, s.reason.split(" (")[0]) for s in skipped] == [
+        (-0.5, "outside the recorded states"),
+        (8.0, "outside the recorded states"),
+    ]
+    _, gaps = push_records_from_timeline(times[::20], states[::20], sequences[:1], tolerance=0.02)
+    assert gaps[0].reason.startswith("no observed state within 0.02 s")
+    with pytest.raises(ValueError, match="state_times: must be non-decreasing"):
+        push_records_from_timeline(times[::-1], states, sequences)

@@ -12,6 +12,7 @@ from parapush.identification.identifier import (
 )
 from parapush.identification.model_variants import ObjectModelVariants
 from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters, ParameterBounds
+from parapush.identification.timeline import SkippedPush, push_records_from_timeline
 
 __all__ = [
     "PARAMETER_NAMES",
@@ -22,4 +23,6 @@ __all__ = [
     "ObjectParameters",
     "ParameterBounds",
     "PushRecord",
+    "SkippedPush",
+    "push_records_from_timeline",
 ]

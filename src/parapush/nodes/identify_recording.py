@@ -1,0 +1,115 @@
+"""Identify an object from a recorded run: ``python -m parapush.nodes.identify_recording RUN``.
+
+RUN is a run folder of ``scripts/run demo`` (its ``recording.mcap`` and ``metrics.json``,
+which names the scene) or an MCAP file with ``--scene``. Every control sequence on
+``/controls`` becomes one observed push, its states the ``/scene_state`` messages nearest to
+the control boundaries (by header stamp); :class:`parapush.identification.ObjectIdentifier`
+then fits the object's parameters and the result is printed (and written as JSON with
+``--json``). To use the result in a running stack, send the same pushes to the
+identification node's ``identify_object`` service with ``publish: true``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from mcap.reader import make_reader
+from parareal_pushing.msg import ControlSequence, SceneState
+from rclpy.serialization import deserialize_message
+
+from parapush.graph import resolve_scene_path
+from parapush.identification import (
+    PARAMETER_NAMES,
+    IdentificationSettings,
+    ObjectIdentifier,
+    push_records_from_timeline,
+)
+from parapush.nodes.conversions import MessageError, msg_to_snapshot, time_to_seconds
+from parapush.physics.fine import FineModel
+from parapush.scene import Scene, load_scene
+
+
+def read_recording(path: Path, scene: Scene, *, state_topic: str, controls_topic: str):
+    """(state times (S,), states (S, D) with NaN rows where a body was stale, sequences)."""
+    times, states, sequences = [], [], []
+    with path.open("rb") as stream:
+        for _, channel, message in make_reader(stream).iter_messages(topics=[state_topic, controls_topic]):
+            if channel.topic == state_topic:
+                scene_state = deserialize_message(message.data, SceneState)
+                try:
+                    state = msg_to_snapshot(scene_state, scene, require_valid=True).state
+                except MessageError:
+                    state = np.full(scene.layout.dimension, np.nan)
+                times.append(time_to_seconds(scene_state.header.stamp))
+                states.append(state)
+            else:
+                sequence = deserialize_message(message.data, ControlSequence)
+                controls = np.array([[c.vx, c.vy] for c in sequence.controls]).reshape(-1, 2)
+                durations = np.array([c.duration for c in sequence.controls])
+                sequences.append((time_to_seconds(sequence.header.stamp), controls, durations))
+    order = np.argsort(times, kind="stable")
+    dimension = scene.layout.dimension
+    return np.asarray(times)[order], np.asarray(states).reshape(-1, dimension)[order], sequences
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path, help="run folder (recording.mcap + metrics.json) or an .mcap file")
+    parser.add_argument("--object", help="object to identify (default: the scene's target)")
+    parser.add_argument("--scene", help="scene file or name (default: the run's metrics.json)")
+    parser.add_argument("--state-topic", default="/scene_state")
+    parser.add_argument("--controls-topic", default="/controls")
+    parser.add_argument("--tolerance", type=float, default=0.02, help="s between a control boundary and its state")
+    parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--population", type=int, default=32)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="also write the result here")
+    args = parser.parse_args(argv)
+    recording = args.run / "recording.mcap" if args.run.is_dir() else args.run
+    if not recording.is_file():
+        parser.error(f"run: no recording at {recording}")
+    scene_file = args.scene
+    metrics = recording.parent / "metrics.json"
+    if scene_file is None and metrics.is_file():
+        scene_file = json.loads(metrics.read_text()).get("scene_file")
+    if scene_file is None:
+        parser.error("--scene: the run has no metrics.json naming its scene; give the scene")
+    scene = load_scene(resolve_scene_path(scene_file))
+    name = args.object or scene.target
+    if name not in scene.object_names:
+        parser.error(f"--object: unknown object {name!r}; the scene has {list(scene.object_names)}")
+    times, states, sequences = read_recording(recording, scene, state_topic=args.state_topic,
+                                              controls_topic=args.controls_topic)
+    records, skipped = push_records_from_timeline(times, states, sequences, tolerance=args.tolerance)
+    print(f"{recording}: {len(times)} states, {len(sequences)} control messages -> {len(records)} pushes"
+          + "".join(f"\n  skipped the sequence sent at {s.start:.3f} s: {s.reason}" for s in skipped))
+    if not records:
+        print("nothing to identify from", file=sys.stderr)
+        return 1
+    settings = IdentificationSettings(population=args.population, elite=max(1, args.population // 4),
+                                      iterations=args.iterations, seed=args.seed)
+    with ObjectIdentifier(FineModel(scene), scene.object_index(name)) as identifier:
+        result = identifier.identify(records, settings=settings)
+        nominal = identifier.variants.nominal
+    print(f"'{name}': one-step error {result.initial_error * 1e3:.2f} mm (scene file) -> {result.error * 1e3:.2f} mm "
+          f"(identified), {result.iterations} iterations, {result.evaluations} hypotheses")
+    for index, parameter in enumerate(PARAMETER_NAMES):
+        print(f"  {parameter:>16}: {nominal.as_vector()[index]:8.4f} -> {result.parameters.as_vector()[index]:8.4f}"
+              f"   (sensitivity {result.sensitivity[index] * 1e3:.3f} mm)")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "recording": str(recording), "object": name, "pushes": len(records),
+            "parameters": dict(zip(PARAMETER_NAMES, result.parameters.as_vector().tolist(), strict=True)),
+            "scene_file_parameters": dict(zip(PARAMETER_NAMES, nominal.as_vector().tolist(), strict=True)),
+            "sensitivity_m": dict(zip(PARAMETER_NAMES, result.sensitivity.tolist(), strict=True)),
+            "error_m": result.error, "initial_error_m": result.initial_error,
+        }, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -89,14 +89,10 @@ def push(scene: Scene, rng: np.random.Generator, noise: float, seed: int) -> Pus
 
 def open_loop_errors(fine: FineModel, identifier: ObjectIdentifier, records, parameters: ObjectParameters):
     """(mm, deg): mean final position and yaw error of whole pushes predicted from their first state."""
-    model = identifier.variants.make(parameters)
+    pose = fine.layout.object_pose(0)
     positions, angles = [], []
     for record in records:
-        state = record.states[0]
-        for control, duration in zip(record.controls, record.durations, strict=True):
-            state = identifier._backend.propagate(state[None], control[None], np.array([duration]), models=[model])[0]  # noqa: SLF001
-        pose = fine.layout.object_pose(0)
-        error = state[pose] - record.states[-1][pose]
+        error = identifier.predict_push(record, parameters)[-1][pose] - record.states[-1][pose]
         positions.append(1000 * math.hypot(error[0], error[1]))
         angles.append(math.degrees(abs(float(wrap_angle(error[2])))))
     return float(np.mean(positions)), float(np.mean(angles))

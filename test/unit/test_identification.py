@@ -244,3 +244,10 @@ def test_records_take_the_states_nearest_to_the_control_boundaries():
     assert gaps[0].reason.startswith("no observed state within 0.02 s")
     with pytest.raises(ValueError, match="state_times: must be non-decreasing"):
         push_records_from_timeline(times[::-1], states, sequences)
+
+
+def test_an_open_loop_prediction_with_the_true_parameters_replays_the_push(fine_model, identifier):
+    record = pushes(fine_model, TRUTH, 1, seed=7)[0]
+    np.testing.assert_array_equal(identifier.predict_push(record, TRUTH), record.states)
+    nominal = identifier.predict_push(record, identifier.variants.nominal)
+    assert nominal.shape == record.states.shape and not np.allclose(nominal[-1], record.states[-1], atol=1e-4)

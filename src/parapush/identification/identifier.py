@@ -227,6 +227,21 @@ class ObjectIdentifier:
         mean = error.mean(axis=1)
         return np.where(np.isfinite(mean), mean, np.inf)
 
+    def predict_push(self, record: PushRecord, parameters: ObjectParameters) -> np.ndarray:
+        """Open-loop prediction of a whole push from its first state with ``parameters``.
+
+        Returns:
+            (T + 1, D) states at the control boundaries (the first is ``record.states[0]``).
+        """
+        self._check_records([record])
+        model = self.variants.make(parameters)
+        states = [record.states[0]]
+        for control, duration in zip(record.controls, record.durations, strict=True):
+            states.append(
+                self._backend.propagate(states[-1][None], control[None], np.array([duration]), models=[model])[0]
+            )
+        return np.array(states)
+
     # -- search -----------------------------------------------------------------------------
     def identify(
         self,

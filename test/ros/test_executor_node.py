@@ -35,7 +35,7 @@ from parapush.execution.frames import RigidTransform
 from parapush.execution.gripper_endpoint import SerialEndpoint, TcpEndpoint
 from parapush.graph import config_dir
 from parapush.nodes.executor import PARAMETERS, ExecutorNode, ThrottledLog, gripper_endpoint
-from parapush.nodes.parameters import ParameterError
+from parapush.nodes.parameters import ParameterError, flatten_parameters
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -387,21 +387,11 @@ def test_without_a_pusher_estimate_a_control_is_refused(ros_context, spinning):
 
 
 # -- parameters --------------------------------------------------------------------------------
-def _flatten(mapping, prefix=""):
-    flat = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def test_the_shipped_parameter_file_starts_the_node(ros_context, spinning):
     from rclpy.parameter import Parameter
 
     data = yaml.safe_load((config_dir() / "executor.yaml").read_text())["executor"]["ros__parameters"]
-    values = _flatten(data)
+    values = flatten_parameters(data)
     assert set(values) == {spec.name for spec in PARAMETERS}, "executor.yaml should list every parameter"
     values["gripper_enabled"] = False  # no gripper on this machine; tested against the emulator elsewhere
     node = ExecutorNode(context=ros_context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])

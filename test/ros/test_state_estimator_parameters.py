@@ -38,7 +38,7 @@ from parapush.estimation.tracker import SceneTracker
 from parapush.natnet import MocapFrame, RigidBody
 from parapush.nodes import state_estimator
 from parapush.nodes.conversions import msg_to_snapshot
-from parapush.nodes.parameters import ParameterError
+from parapush.nodes.parameters import ParameterError, flatten_parameters
 from parapush.nodes.state_estimator import (
     PARAMETERS,
     FrameGate,
@@ -48,16 +48,6 @@ from parapush.nodes.state_estimator import (
 )
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _flatten(mapping, prefix=""):
-    flat = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def natnet_threads() -> list[threading.Thread]:
@@ -127,7 +117,7 @@ def test_bad_parameters_fail_at_start_naming_the_parameter(tmp_path, ros_context
 
 def test_the_shipped_parameter_file_starts_and_reports_no_server(ros_context, spinning):
     """config/state_estimator.yaml as is (the port moved to a free one: nothing answers)."""
-    values = _flatten(yaml.safe_load((CONFIG / "state_estimator.yaml").read_text())["state_estimator"]
+    values = flatten_parameters(yaml.safe_load((CONFIG / "state_estimator.yaml").read_text())["state_estimator"]
                       ["ros__parameters"])
     assert set(values) <= {spec.name for spec in PARAMETERS}
     topics = Topics(ros_context, spinning)

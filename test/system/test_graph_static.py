@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from parapush.graph import PROFILES, load_graph
+from parapush.nodes.parameters import flatten_parameters
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = load_graph(ROOT / "config" / "graph.yaml")
@@ -46,10 +47,10 @@ def test_parameter_file_keys_are_declared(entry):
     parameters = data[entry.name]["ros__parameters"]
     module = importlib.import_module(f"parapush.nodes.{entry.executable}")
     declared = {spec.name for spec in module.PARAMETERS}
-    undeclared = sorted(set(_flatten(parameters)) - declared)
+    undeclared = sorted(set(flatten_parameters(parameters)) - declared)
     assert not undeclared, f"{path}: keys not declared by {entry.executable}: {undeclared}"
     defaults = {spec.name: spec for spec in module.PARAMETERS}
-    for key, value in _flatten(parameters).items():
+    for key, value in flatten_parameters(parameters).items():
         defaults[key].validate(value)  # raises naming the parameter if the file's value is invalid
 
 
@@ -63,20 +64,9 @@ def test_profile_parameter_files_only_set_declared_parameters(profile):
     for name, section in data.items():
         module = importlib.import_module(f"parapush.nodes.{nodes[name].executable}")
         specs = {spec.name: spec for spec in module.PARAMETERS}
-        for key, value in _flatten(section["ros__parameters"]).items():
+        for key, value in flatten_parameters(section["ros__parameters"]).items():
             assert key in specs, f"{path}: {name}.{key} is not declared by {nodes[name].executable}"
             specs[key].validate(value)
-
-
-def _flatten(mapping, prefix=""):
-    flat = {}
-    for key, value in mapping.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, name + "."))
-        else:
-            flat[name] = value
-    return flat
 
 
 def test_every_cmake_node_is_a_module():

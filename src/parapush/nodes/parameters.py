@@ -116,6 +116,18 @@ def undeclared_keys(declared: Iterable[str], parameter_file_entries: dict[str, A
     return sorted(key for key in parameter_file_entries if key not in names)
 
 
+def flatten_parameters(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The dotted parameter names of a parameter file's nested ``ros__parameters`` mapping:
+    ``{"limits": {"x_max": 0.3}}`` -> ``{"limits.x_max": 0.3}``."""
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            flat.update(flatten_parameters(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def load_scene_parameter(value: str):
     """The scene named by a node's ``scene_file`` parameter (a path or a name in config/scenes/).
 

@@ -18,6 +18,7 @@ import rclpy
 from parareal_pushing.msg import ObservedPush
 from parareal_pushing.srv import IdentifyObject, PredictTrajectory
 from rclpy.parameter import Parameter
+from test_prediction_service import call
 
 from parapush.graph import resolve_scene_path
 from parapush.identification import ObjectModelVariants, ObjectParameters
@@ -71,15 +72,6 @@ def nodes(ros_context, spinning):
         yield identification, service, identify, predict
     finally:
         service.close()
-
-
-def call(client, request, timeout=120.0):
-    future = client.call_async(request)
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        assert time.monotonic() < deadline, "no answer"
-        time.sleep(0.005)
-    return future.result()
 
 
 def test_identified_parameters_reach_the_prediction_service(nodes):

@@ -81,8 +81,6 @@ class ObjectModelVariants:
 
     def make(self, parameters: ObjectParameters) -> mujoco.MjModel:
         """A copy of the fine model with ``parameters`` for the object (see :meth:`apply`)."""
-        if not isinstance(parameters, ObjectParameters):
-            raise TypeError(f"parameters: expected ObjectParameters, got {type(parameters).__name__}")
         variant = copy.copy(self.fine_model.mj_model)
         self.apply(variant, parameters)
         return variant

@@ -19,19 +19,15 @@ from rclpy.node import Node
 
 from parapush.identification import PARAMETER_NAMES, IdentificationSettings, ObjectIdentifier, ObjectParameters
 from parapush.nodes.conversions import MessageError
+from parapush.nodes.fine_model_parameters import FINE_MODEL_PARAMETERS, fine_settings
 from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_to_msg, push_record_from_msg
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
-from parapush.physics.fine import COLLIDERS, INTEGRATORS, FineModel, FineSettings
-
-_FINE_DEFAULTS = FineSettings()
+from parapush.physics.fine import FineModel
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
-    ParameterSpec("integrator", _FINE_DEFAULTS.integrator, "MuJoCo integrator (as the prediction service's)",
-                  choices=INTEGRATORS),
-    ParameterSpec("timestep", _FINE_DEFAULTS.timestep, "fine-model time step, s", minimum=1e-5, maximum=0.01),
-    ParameterSpec("pusher_collider", _FINE_DEFAULTS.pusher_collider, "pusher contact geometry", choices=COLLIDERS),
+    *FINE_MODEL_PARAMETERS,  # keep them equal to the prediction service's
     ParameterSpec("workers", 0, "fine-model threads; 0: one per CPU core", minimum=0, maximum=256),
     ParameterSpec("iterations", 12, "default search iterations", minimum=1, maximum=1000),
     ParameterSpec("population", 32, "default hypotheses per iteration", minimum=4, maximum=4096),
@@ -52,11 +48,7 @@ class IdentificationNode(Node):
         self.values = declare_parameters(self, PARAMETERS)
         self.scene = load_scene_parameter(self.values["scene_file"])
         try:
-            settings = FineSettings(
-                timestep=self.values["timestep"],
-                integrator=self.values["integrator"],
-                pusher_collider=self.values["pusher_collider"],
-            )
+            settings = fine_settings(self.values)
         except ValueError as error:
             raise ParameterError(f"parameter {error}") from None
         self.fine_model = FineModel(self.scene, settings)

@@ -18,11 +18,11 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from parapush.nodes.conversions import MessageError
+from parapush.nodes.fine_model_parameters import FINE_MODEL_PARAMETERS, fine_settings
 from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_from_msg
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
 from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
-from parapush.physics.fine import COLLIDERS, INTEGRATORS, FineSettings
 from parapush.prediction import (
     BACKENDS,
     COARSE_MODELS,
@@ -37,15 +37,12 @@ from parapush.prediction import (
 SERVICE_QOS = QoSProfile(depth=256, reliability=ReliabilityPolicy.RELIABLE)
 """QoS of the service (and the right one for clients that send bursts of requests)."""
 
-_FINE_DEFAULTS = FineSettings()  # the fine model's measured defaults (bench/fine_model_defaults.py)
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     ParameterSpec("backend", "threads", "fine-model execution backend", choices=BACKENDS),
     ParameterSpec("workers", 0, "fine workers (threads or processes); 0: one per CPU core", minimum=0, maximum=256),
-    ParameterSpec("integrator", _FINE_DEFAULTS.integrator, "MuJoCo integrator of the fine model", choices=INTEGRATORS),
-    ParameterSpec("timestep", _FINE_DEFAULTS.timestep, "fine-model time step, s", minimum=1e-5, maximum=0.01),
-    ParameterSpec("pusher_collider", _FINE_DEFAULTS.pusher_collider, "pusher contact geometry", choices=COLLIDERS),
+    *FINE_MODEL_PARAMETERS,
     ParameterSpec("coarse_model", "auto", "default coarse model (auto: learned where it supports the scene)",
                   choices=COARSE_MODELS),
     ParameterSpec("learned_weights", "", "learned coarse model weights (.npz); empty: the shipped ones"),
@@ -78,11 +75,7 @@ class PredictionServiceNode(Node):
             settings = PredictionSettings(
                 backend=values["backend"],
                 workers=values["workers"] or None,
-                fine=FineSettings(
-                    timestep=values["timestep"],
-                    integrator=values["integrator"],
-                    pusher_collider=values["pusher_collider"],
-                ),
+                fine=fine_settings(values),
                 coarse_model=values["coarse_model"],
                 learned_weights=values["learned_weights"] or None,
                 default_iterations=values["default_iterations"],

@@ -210,12 +210,22 @@ class ObjectIdentifier:
         Returns:
             (P,) m; inf where a prediction was unstable.
         """
+        return self._errors(self._steps(records), vectors, angle_weight)
+
+    def _steps(self, records: list[PushRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every step of the checked ``records``: (starts, targets, controls, durations), stacked."""
         self._check_records(records)
+        return (
+            np.concatenate([record.states[:-1] for record in records]),
+            np.concatenate([record.states[1:] for record in records]),
+            np.concatenate([record.controls for record in records]),
+            np.concatenate([record.durations for record in records]),
+        )
+
+    def _errors(self, steps: tuple[np.ndarray, ...], vectors: np.ndarray, angle_weight: float) -> np.ndarray:
+        """(P,) mean one-step pose error (m) of hypotheses (P, 5) over stacked ``steps``."""
+        starts, targets, controls, durations = steps
         vectors = np.atleast_2d(np.asarray(vectors, dtype=float))
-        starts = np.concatenate([record.states[:-1] for record in records])
-        targets = np.concatenate([record.states[1:] for record in records])
-        controls = np.concatenate([record.controls for record in records])
-        durations = np.concatenate([record.durations for record in records])
         slices = starts.shape[0]
         models = [model for model in self.variants.make_many(vectors) for _ in range(slices)]
         count = vectors.shape[0]
@@ -266,7 +276,7 @@ class ObjectIdentifier:
             raise TypeError(f"initial: expected ObjectParameters, got {type(initial).__name__}")
         if not self.bounds.contains(initial):
             raise ValueError(f"initial: {initial} is outside the bounds {self.bounds}")
-        self._check_records(records)
+        steps = self._steps(records)  # checked and stacked once for the whole search
         low, high = self.bounds.low, self.bounds.high
         width = high - low
         searched = np.array([name in settings.fit for name in PARAMETER_NAMES]) & (width > 0.0)
@@ -275,13 +285,13 @@ class ObjectIdentifier:
         spread = np.where(searched, settings.initial_spread * width, 0.0)
         best = mean.copy()
         weight = settings.angle_weight
-        best_error = initial_error = float(self.prediction_errors(records, mean[None], angle_weight=weight)[0])
+        best_error = initial_error = float(self._errors(steps, mean[None], weight)[0])
         history = [best_error]
         evaluations, iterations, stop_reason = 1, 0, "iterations"
         for _ in range(settings.iterations):
             samples = np.clip(mean + spread * rng.standard_normal((settings.population, mean.size)), low, high)
             samples[0] = best  # the best so far competes again: the result never gets worse
-            errors = self.prediction_errors(records, samples, angle_weight=weight)
+            errors = self._errors(steps, samples, weight)
             evaluations += settings.population
             iterations += 1
             order = np.argsort(errors, kind="stable")
@@ -295,7 +305,7 @@ class ObjectIdentifier:
             if np.all(spread[searched] <= settings.minimum_spread * width[searched]):
                 stop_reason = "converged"
                 break
-        sensitivity, probes = self._sensitivity(records, best, best_error, searched, settings)
+        sensitivity, probes = self._sensitivity(steps, best, best_error, searched, settings)
         return IdentificationResult(
             parameters=ObjectParameters.from_vector(best),
             error=best_error,
@@ -309,7 +319,7 @@ class ObjectIdentifier:
         )
 
     def _sensitivity(
-        self, records: list[PushRecord], best: np.ndarray, best_error: float, searched: np.ndarray,
+        self, steps: tuple[np.ndarray, ...], best: np.ndarray, best_error: float, searched: np.ndarray,
         settings: IdentificationSettings,
     ) -> tuple[np.ndarray, int]:
         """(5,) mean error growth (m) with each searched parameter moved either way; evaluations used."""
@@ -324,7 +334,7 @@ class ObjectIdentifier:
                 probes.append(probe)
         sensitivity = np.zeros(best.size)
         if probes:
-            errors = self.prediction_errors(records, np.array(probes), angle_weight=settings.angle_weight)
+            errors = self._errors(steps, np.array(probes), settings.angle_weight)
             sensitivity[indices] = (errors.reshape(-1, 2) - best_error).mean(axis=1)
         return sensitivity, len(probes)
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from parapush.physics.fine import FineModel, FineSettings
+from parapush.physics.fine import FineModel
+from parapush.physics.fine_settings import FineSettings
 from parapush.scene import Scene, load_scene, scene_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent

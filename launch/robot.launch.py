@@ -4,7 +4,7 @@ Needs OptiTrack Motive streaming NatNet, the Robotiq gripper on its serial port 
 velocity interface (e.g. MoveIt Servo) listening for TwistStamped; see the README.
 """
 
-from parapush.nodes.launch_graph import generate_graph_launch_description
+from parapush.programs.launch_graph import generate_graph_launch_description
 
 
 def generate_launch_description():

@@ -1,6 +1,6 @@
 """The stack against the simulated driver: ros2 launch parareal_pushing sim.launch.py [scene_file:=...]"""
 
-from parapush.nodes.launch_graph import generate_graph_launch_description
+from parapush.programs.launch_graph import generate_graph_launch_description
 
 
 def generate_launch_description():

@@ -1,4 +1,4 @@
-"""``python -m parapush.nodes.identify_recording`` on an MCAP recording of known pushes.
+"""``python -m parapush.programs.identify_recording`` on an MCAP recording of known pushes.
 
 The recording is written as the demo's recorder writes it (CDR messages, ros2msg channels):
 ``/scene_state`` at 50 Hz from pushes simulated by the fine model with known parameters, and
@@ -16,9 +16,9 @@ from rclpy.serialization import serialize_message
 from parapush.graph import resolve_scene_path
 from parapush.identification import ObjectModelVariants, ObjectParameters
 from parapush.nodes.conversions import controls_to_msg, seconds_to_time, state_to_msg
-from parapush.nodes.identify_recording import main
 from parapush.physics.backends import ThreadBackend
 from parapush.physics.fine import FineModel
+from parapush.programs.identify_recording import main
 from parapush.scene import load_scene
 
 SCENE_FILE = "isrr_obstacle.yaml"

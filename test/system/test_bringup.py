@@ -25,7 +25,7 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
 from parapush.graph import config_dir
-from parapush.nodes.bringup import Bringup
+from parapush.programs.bringup import Bringup
 
 SCENE = {
     "name": "system_short_push",

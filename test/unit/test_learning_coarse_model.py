@@ -216,7 +216,7 @@ def test_shipped_weights_were_trained_on_the_current_fine_model_and_scene_defaul
     from dataclasses import asdict
 
     from parapush.learning.numpy_network import load_network
-    from parapush.physics.fine import FineSettings
+    from parapush.physics.fine_settings import FineSettings
 
     metadata = load_network(shipped_weights_path()).metadata
     assert metadata["dataset"]["fine_settings"] == asdict(FineSettings())

@@ -8,7 +8,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from parapush.physics.fine import FineModel, FineSettings
+from parapush.physics.fine import FineModel
+from parapush.physics.fine_settings import FineSettings
 from parapush.physics.mjcf import pusher_servo_gain
 from parapush.physics.propagator import Propagator
 from parapush.scene import scene_from_dict

@@ -203,7 +203,7 @@ def test_errors_become_error_outcomes_and_stop_the_world() -> None:
     diverged = make_loop(scene, model=Diverging()).run(glued_world(scene))
     assert (
         diverged.outcome is MpcOutcome.ERROR
-        and "PredictionError: every predicted trajectory" in diverged.failure_reason
+        and "AllPredictionsFailedError: every predicted trajectory" in diverged.failure_reason
     )
 
     wrong = ScriptedWorld([np.zeros(3)])

@@ -9,8 +9,8 @@ import pytest
 from test_planning_fixtures import glued_model, initial_state, tiny_scene
 
 from parapush.planning import (
+    AllPredictionsFailedError,
     OptimizerSettings,
-    PredictionError,
     StochasticTrajectoryOptimizer,
 )
 from parapush.planning.costs import CostFunction
@@ -150,7 +150,7 @@ def test_all_predictions_non_finite_raises() -> None:
 
     scene, cost = quadratic_problem()
     optimizer = StochasticTrajectoryOptimizer(OptimizerSettings(max_iterations=3))
-    with pytest.raises(PredictionError, match=r"every predicted trajectory \(63 of them, 3 iteration"):
+    with pytest.raises(AllPredictionsFailedError, match=r"every predicted trajectory \(63 of them, 3 iteration"):
         optimizer.optimize(initial_state(scene), BAD_START, Diverging(), cost)
 
 

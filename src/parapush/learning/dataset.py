@@ -49,7 +49,8 @@ from parapush.learning.encoding import EncodingSpec, PusherFrameEncoder
 from parapush.learning.geometry import ModelMismatchError, TrainedGeometry
 from parapush.learning.sampling import PushSampler, PushSamples, PushSamplingConfig
 from parapush.physics.backends import BACKEND_NAMES, make_backend
-from parapush.physics.fine import FineModel, FineSettings
+from parapush.physics.fine import FineModel
+from parapush.physics.fine_settings import FineSettings
 from parapush.scene import Scene, scene_from_dict
 
 DATASET_FORMAT = "parapush.learning.dataset/1"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from parapush.nodes.parameters import ParameterSpec
-from parapush.physics.fine import COLLIDERS, INTEGRATORS, FineSettings
+from parapush.physics.fine_settings import COLLIDERS, INTEGRATORS, FineSettings
 
 _DEFAULTS = FineSettings()  # the fine model's measured defaults (bench/fine_model_defaults.py)
 

@@ -27,7 +27,7 @@ from parapush.graph import config_dir
 from parapush.nodes.conversions import MessageError, controls_to_msg, msg_to_snapshot, state_to_msg, trajectory_to_msg
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
-from parapush.nodes.service_prediction import ServicePrediction
+from parapush.nodes.prediction_client import ServicePrediction
 from parapush.planning import (
     MODEL_NAMES,
     MpcLoop,

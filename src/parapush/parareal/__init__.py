@@ -9,7 +9,6 @@ Typical use::
 """
 
 from parapush.parareal.cost_estimate import CostEstimator
-from parapush.parareal.engine import MODELS, PararealSolver
 from parapush.parareal.exceptions import PhysicsDivergenceError
 from parapush.parareal.options import PararealOptions
 from parapush.parareal.result import STOP_REASONS, PararealResult
@@ -24,6 +23,7 @@ from parapush.parareal.schedule import (
     sample_parallel_wall_time,
     serial_fine_wall_time,
 )
+from parapush.parareal.solver import MODELS, PararealSolver
 
 __all__ = [
     "MODELS",

@@ -12,7 +12,7 @@ ISRR Eq 4 (B = 1, P = N, every slice recomputed in every iteration)::
 
     s_p = N c_f / ((1 + K) N c_c + K c_f) = 1 / ((1 + K) c_c / c_f + K / N)
 
-Generalised wall time of Parareal as :class:`~parapush.parareal.engine.PararealSolver`
+Generalised wall time of Parareal as :class:`~parapush.parareal.solver.PararealSolver`
 runs it. The initial coarse sweep costs N c_c. Iteration k + 1 (k = 0..K-1) starts from
 an iterate whose states 0..k are exact, so it needs the fine model on the N - k slices
 n = k..N-1 of every sequence, in one batch of B (N - k) rows spread over P workers, and

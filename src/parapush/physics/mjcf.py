@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 from parapush.scene import ObjectSpec, Obstacle, Scene
 
 if TYPE_CHECKING:
-    from parapush.physics.fine import FineSettings
+    from parapush.physics.fine_settings import FineSettings
 
 OBSTACLE_HEIGHT = 0.1
 """Height of the obstacle geoms, m (the scene gives none; taller than every object)."""

@@ -13,9 +13,9 @@ from parapush.planning.costs import CostFunction
 from parapush.planning.initial_guess import shift_controls, straight_line_controls, straight_line_path
 from parapush.planning.mpc import MpcLoop, MpcResult, MpcSettings, MpcStep, World
 from parapush.planning.optimizer import (
+    AllPredictionsFailedError,
     OptimizationResult,
     OptimizerSettings,
-    PredictionError,
     StochasticTrajectoryOptimizer,
 )
 from parapush.planning.planner_config import (
@@ -48,7 +48,7 @@ __all__ = [
     "PararealPrediction",
     "PlannerConfig",
     "PlannerConfigError",
-    "PredictionError",
+    "AllPredictionsFailedError",
     "PredictiveModel",
     "PropagatorRollout",
     "StochasticTrajectoryOptimizer",

@@ -49,7 +49,7 @@ import numpy as np
 from parapush.planning.predictive_model import PredictiveModel, check_trajectories, is_finite_trajectory
 
 
-class PredictionError(RuntimeError):
+class AllPredictionsFailedError(RuntimeError):
     """Every predicted trajectory of an optimization was non-finite: nothing to plan with."""
 
 
@@ -218,7 +218,7 @@ class StochasticTrajectoryOptimizer:
             the best sequence evaluated, with its trajectory and statistics.
         Raises:
             ValueError naming a malformed argument or a model returning a wrong shape;
-            PredictionError when every predicted trajectory was non-finite.
+            AllPredictionsFailedError when every predicted trajectory was non-finite.
         """
         started = time.perf_counter()
         settings = self.settings
@@ -285,7 +285,7 @@ class StochasticTrajectoryOptimizer:
                 current = best_controls.copy()
 
         if best_trajectory is None:
-            raise PredictionError(
+            raise AllPredictionsFailedError(
                 f"every predicted trajectory ({unstable} of them, {len(history)} iteration(s)) was "
                 "non-finite or had an undefined cost; no control sequence can be trusted"
             )

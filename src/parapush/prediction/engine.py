@@ -22,7 +22,8 @@ from parapush.parareal import PararealOptions, PararealResult, PararealSolver, P
 from parapush.physics.backends import make_backend
 from parapush.physics.backends.processes import WorkerError
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
-from parapush.physics.fine import FineModel, FineSettings
+from parapush.physics.fine import FineModel
+from parapush.physics.fine_settings import FineSettings
 from parapush.physics.projection import FeasibilityProjector
 from parapush.prediction.request import PredictionLimits, PredictionRequest, RequestError
 from parapush.scene import Scene

@@ -48,7 +48,7 @@ import mujoco
 import numpy as np
 
 from parapush.execution.commands import TwistCommand
-from parapush.physics.fine import FineSettings
+from parapush.physics.fine_settings import FineSettings
 from parapush.physics.mjcf import object_body_name, scene_to_mjcf
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import ObjectSpec, Scene, SceneSnapshot, StateLayout

@@ -29,7 +29,8 @@ import mujoco.rollout
 import numpy as np
 
 from parapush.physics.backends.threads import check_workers
-from parapush.physics.fine import FineModel, FineSettings
+from parapush.physics.fine import FineModel
+from parapush.physics.fine_settings import FineSettings
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene
 

@@ -1,4 +1,4 @@
-"""Identify an object from a recorded run: ``python -m parapush.nodes.identify_recording RUN``.
+"""Identify an object from a recorded run: ``python -m parapush.programs.identify_recording RUN``.
 
 RUN is a run folder of ``scripts/run demo`` (its ``recording.mcap`` and ``metrics.json``,
 which names the scene) or an MCAP file with ``--scene``. Every control sequence on

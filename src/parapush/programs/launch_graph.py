@@ -2,7 +2,7 @@
 
 Imported only by the launch files in ``launch/``: it needs the ``launch`` and ``launch_ros``
 packages of a full ROS 2 install (the pip wheels have none; there the bringup,
-:mod:`parapush.nodes.bringup`, runs the same graph).
+:mod:`parapush.programs.bringup`, runs the same graph).
 """
 
 from __future__ import annotations

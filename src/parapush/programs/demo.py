@@ -10,7 +10,7 @@ the scene (its target and goal region), prints progress, and writes a run folder
 * ``metrics.json`` — outcome, controls, planning/execution/total times, final distance;
 * ``logs/<node>.log`` — each node's output.
 
-    python -m parapush.nodes.demo [--scene clutter_fig1.yaml] [--out runs/NAME]
+    python -m parapush.programs.demo [--scene clutter_fig1.yaml] [--out runs/NAME]
 
 Exit status: 0 when the target reached the goal, 1 when the task failed, 2 when the
 stack did not come up or did not answer.
@@ -36,9 +36,9 @@ from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 
 from parapush.graph import DEFAULT_SCENE, resolve_scene_path
-from parapush.nodes.bringup import Bringup, parse_overrides
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, trajectory_from_msg
 from parapush.nodes.recorder import McapRecorder
+from parapush.programs.bringup import Bringup, parse_overrides
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
 

@@ -6,7 +6,7 @@ and shuts them all down cleanly: on Ctrl-C/SIGTERM (or when any node exits with 
 error) every child gets SIGINT, then SIGTERM, then SIGKILL after timeouts. Children also
 die with the bringup (Linux ``PR_SET_PDEATHSIG``), so no node or worker is orphaned.
 
-    python -m parapush.nodes.bringup --profile sim --scene clutter_fig1.yaml
+    python -m parapush.programs.bringup --profile sim --scene clutter_fig1.yaml
 """
 
 from __future__ import annotations

@@ -1,0 +1,84 @@
+"""Settings of the fine MuJoCo model (:class:`FineSettings`): how a scene becomes a MuJoCo
+model and how it is stepped. Plain data, so that :mod:`parapush.physics.mjcf` and
+:mod:`parapush.physics.fine` both import it without importing each other."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+INTEGRATORS = ("euler", "implicitfast", "rk4")
+COLLIDERS = ("capsule", "cylinder")
+CONES = ("pyramidal", "elliptic")
+@dataclass(frozen=True)
+class FineSettings:
+    """How the scene is turned into a MuJoCo model and stepped.
+
+    Defaults chosen by ``python bench/fine_model_defaults.py`` (2-core machine shared with
+    other jobs, so costs are CPU time of the single-threaded serial reference):
+
+    - ``cone="elliptic"``: MuJoCo's default pyramidal cone makes table friction depend on
+      the sliding direction. A disc launched at 0.5 m/s stops after 13.2 / 16.0 / 18.2 mm
+      along 0 / 22.5 / 45 deg with the pyramidal cone, 13.1 mm in every direction with the
+      elliptic one (Coulomb: 12.7 mm). The cone changes 4 s push predictions by 16-55 mm
+      (median), far more than any integrator or collider choice, at a similar cost.
+    - ``integrator="euler"``: per 1 s control, euler 5.9 / 4.0 / 9.8 ms, implicitfast 6.2 /
+      4.3 / 10.4 ms, rk4 22.9 / 14.8 / 36.6 ms (one cylinder / one box / four cylinders).
+      Median end-position difference to rk4 after 4 s pushes at 5 cm/s: 0.04 / 0.12 /
+      0.10 mm (max 0.1 / 0.3 / 1.7 mm), below the ~0.1 mm per second that contact chaos
+      gives anyway. Euler also makes the pusher servo dead-beat (implicitfast does not).
+    - ``pusher_collider = object_collider = "cylinder"``: vertical capsules are analytic
+      but save under 10 % of the step (5.4 vs 5.9 ms, 9.2 vs 9.8 ms: the constraint solver
+      dominates) and change predictions by ~1 mm median (0.6 mm with four objects, and one
+      box-corner push by 60 mm) relative to the true cylinder geometry.
+
+    Attributes:
+        timestep: simulation step, s (papers and authors' code: 1 ms).
+        integrator: MuJoCo integrator, one of ``"euler"``, ``"implicitfast"``, ``"rk4"``.
+        pusher_collider: the pusher's contact geometry, ``"capsule"`` or ``"cylinder"``
+            (a vertical capsule has the cylinder's planar cross-section wherever it
+            overlaps the objects' height band, and an analytic collider).
+        object_collider: lateral contact geometry of cylindrical objects and obstacles,
+            ``"capsule"`` or ``"cylinder"``. Boxes always collide as boxes.
+        cone: MuJoCo friction cone, ``"elliptic"`` (isotropic Coulomb friction) or
+            ``"pyramidal"`` (MuJoCo's default, used by the authors; its friction is weaker
+            for sliding diagonal to the table axes, see above).
+        pusher_armature: reflected inertia of the arm added to the pusher's slide joints, kg.
+        pusher_servo_ratio: timestep * kv / (pusher mass + armature) of the pusher's
+            velocity servo, in (0, 2); 1 makes an explicit Euler step dead-beat.
+        speed_limit: a final body speed above this (m/s or rad/s) marks the row as unstable.
+    """
+
+    timestep: float = 0.001
+    integrator: str = "euler"
+    pusher_collider: str = "cylinder"
+    object_collider: str = "cylinder"
+    cone: str = "elliptic"
+    pusher_armature: float = 50.0
+    pusher_servo_ratio: float = 1.0
+    speed_limit: float = 20.0
+
+    def __post_init__(self) -> None:
+        _check_positive(self.timestep, "timestep")
+        if self.integrator not in INTEGRATORS:
+            raise ValueError(f"integrator: expected one of {INTEGRATORS}, got {self.integrator!r}")
+        if self.pusher_collider not in COLLIDERS:
+            raise ValueError(f"pusher_collider: expected one of {COLLIDERS}, got {self.pusher_collider!r}")
+        if self.object_collider not in COLLIDERS:
+            raise ValueError(f"object_collider: expected one of {COLLIDERS}, got {self.object_collider!r}")
+        if self.cone not in CONES:
+            raise ValueError(f"cone: expected one of {CONES}, got {self.cone!r}")
+        if not (_is_real(self.pusher_armature) and self.pusher_armature >= 0.0):
+            raise ValueError(f"pusher_armature: expected a finite value >= 0, got {self.pusher_armature!r}")
+        if not (_is_real(self.pusher_servo_ratio) and 0.0 < self.pusher_servo_ratio < 2.0):
+            raise ValueError(f"pusher_servo_ratio: expected a value in (0, 2), got {self.pusher_servo_ratio!r}")
+        _check_positive(self.speed_limit, "speed_limit")
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_positive(value: object, name: str) -> None:
+    if not (_is_real(value) and value > 0.0):
+        raise ValueError(f"{name}: expected a finite value > 0, got {value!r}")

@@ -24,11 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 GRAPH = load_graph(ROOT / "config" / "graph.yaml")
 
 
-def cmake_nodes() -> list[str]:
+def cmake_list(name: str) -> list[str]:
     text = (ROOT / "CMakeLists.txt").read_text()
-    match = re.search(r"set\(PARAPUSH_NODES\s+([^)]*)\)", text)
-    assert match, "CMakeLists.txt: no set(PARAPUSH_NODES ...)"
+    match = re.search(rf"set\({name}\s+([^)]*)\)", text)
+    assert match, f"CMakeLists.txt: no set({name} ...)"
     return match.group(1).split()
+
+
+def cmake_nodes() -> list[str]:
+    return cmake_list("PARAPUSH_NODES")
 
 
 @pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
@@ -69,10 +73,11 @@ def test_profile_parameter_files_only_set_declared_parameters(profile):
             specs[key].validate(value)
 
 
-def test_every_cmake_node_is_a_module():
-    for name in cmake_nodes():
-        module = importlib.import_module(f"parapush.nodes.{name}")
-        assert callable(getattr(module, "main", None)), name
+def test_every_cmake_node_and_program_is_a_module():
+    for package, names in (("nodes", cmake_nodes()), ("programs", cmake_list("PARAPUSH_PROGRAMS"))):
+        for name in names:
+            module = importlib.import_module(f"parapush.{package}.{name}")
+            assert callable(getattr(module, "main", None)), name
 
 
 @pytest.mark.parametrize("profile", PROFILES)

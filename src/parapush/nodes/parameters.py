@@ -1,6 +1,10 @@
 """Declared, described and validated node parameters.
 
-Each node lists its parameters once as :class:`ParameterSpec` rows; :func:`declare_parameters`
+A node's parameters come from its settings dataclass (:mod:`parapush.settings`: each field
+declared once with default, range, unit and description): :func:`parameter_specs` turns it
+into :class:`ParameterSpec` rows and :func:`settings_from_parameters` turns the declared
+values back into the dataclass. Parameters that are not settings of the core (the scene file,
+a diagnostics period) are listed as :class:`ParameterSpec` rows directly. :func:`declare_parameters`
 declares them with a ``ParameterDescriptor`` (description, integer/float range, read-only)
 and validates the values at start-up, raising :class:`ParameterError` naming the parameter,
 so a bad YAML file or command-line override stops the node before it does anything.
@@ -16,6 +20,8 @@ from typing import Any
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
+
+from parapush.settings import SettingsError, setting_fields, settings_from_mapping
 
 
 class ParameterError(ValueError):
@@ -108,6 +114,53 @@ def declare_parameters(node: Node, specs: Iterable[ParameterSpec]) -> dict[str, 
             raise ParameterError(f"parameter '{spec.name}': {error}") from None
         values[spec.name] = spec.validate(parameter.value)
     return values
+
+
+def parameter_specs(settings_class: type, prefix: str = "") -> tuple[ParameterSpec, ...]:
+    """The parameters of a settings dataclass and its nested sections (``prefix`` + dotted
+    field path), with its defaults, ranges, choices and descriptions. A setting that may be
+    None is declared with its ``ros_none`` stand-in (a ROS parameter cannot be None)."""
+    specs = []
+    for item in setting_fields(settings_class, prefix):
+        info = item.info
+        default = info.ros_none if item.default is None else item.default
+        if info.kind is float and isinstance(default, int):
+            default = float(default)
+        minimum = info.minimum if info.minimum is not None else info.above
+        maximum = info.maximum if info.maximum is not None else info.below
+        if info.none is not None and info.kind in (int, float):  # the stand-in must pass the range
+            minimum = None if minimum is None else min(minimum, info.ros_none)
+            maximum = None if maximum is None else max(maximum, info.ros_none)
+        choices = info.choices
+        if choices is not None and info.none is not None:
+            choices = (*choices, info.ros_none)
+        specs.append(
+            ParameterSpec(item.path, default, info.text(), minimum=minimum, maximum=maximum, choices=choices)
+        )
+    return tuple(specs)
+
+
+def settings_from_parameters(settings_class: type, values: dict[str, Any], prefix: str = "") -> Any:
+    """The settings dataclass from declared parameter values (by full name, as
+    :func:`declare_parameters` returns them); ``ros_none`` stand-ins become None.
+
+    Raises:
+        ParameterError: naming the parameter whose value the settings refuse.
+    """
+    nested: dict[str, Any] = {}
+    for item in setting_fields(settings_class):
+        value = values[f"{prefix}{item.path}"]
+        if item.info.none is not None and value == item.info.ros_none:
+            value = None
+        section = nested
+        *parents, leaf = item.path.split(".")
+        for parent in parents:
+            section = section.setdefault(parent, {})
+        section[leaf] = value
+    try:
+        return settings_from_mapping(settings_class, nested)
+    except SettingsError as error:
+        raise ParameterError(f"parameter '{prefix}{error.path}': {error.problem}") from None
 
 
 def undeclared_keys(declared: Iterable[str], parameter_file_entries: dict[str, Any]) -> list[str]:

@@ -4,8 +4,9 @@ model and how it is stepped. Plain data, so that :mod:`parapush.physics.mjcf` an
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from parapush.settings import check_settings, setting
 
 INTEGRATORS = ("euler", "implicitfast", "rk4")
 COLLIDERS = ("capsule", "cylinder")
@@ -49,36 +50,17 @@ class FineSettings:
         speed_limit: a final body speed above this (m/s or rad/s) marks the row as unstable.
     """
 
-    timestep: float = 0.001
-    integrator: str = "euler"
-    pusher_collider: str = "cylinder"
-    object_collider: str = "cylinder"
-    cone: str = "elliptic"
-    pusher_armature: float = 50.0
-    pusher_servo_ratio: float = 1.0
-    speed_limit: float = 20.0
+    timestep: float = setting(0.001, "fine-model time step", unit="s", above=0.0, maximum=0.01)
+    integrator: str = setting("euler", "MuJoCo integrator of the fine model", choices=INTEGRATORS)
+    pusher_collider: str = setting("cylinder", "the pusher's contact geometry", choices=COLLIDERS)
+    object_collider: str = setting("cylinder", "lateral contact geometry of cylinders and obstacles", choices=COLLIDERS)
+    cone: str = setting("elliptic", "MuJoCo friction cone", choices=CONES)
+    pusher_armature: float = setting(50.0, "reflected arm inertia on the pusher's slide joints", unit="kg",
+                                     minimum=0.0)
+    pusher_servo_ratio: float = setting(1.0, "timestep * kv / (pusher mass + armature) of the pusher servo",
+                                        above=0.0, below=2.0)
+    speed_limit: float = setting(20.0, "a final body speed above this marks the row unstable", unit="m/s or rad/s",
+                                 above=0.0)
 
     def __post_init__(self) -> None:
-        _check_positive(self.timestep, "timestep")
-        if self.integrator not in INTEGRATORS:
-            raise ValueError(f"integrator: expected one of {INTEGRATORS}, got {self.integrator!r}")
-        if self.pusher_collider not in COLLIDERS:
-            raise ValueError(f"pusher_collider: expected one of {COLLIDERS}, got {self.pusher_collider!r}")
-        if self.object_collider not in COLLIDERS:
-            raise ValueError(f"object_collider: expected one of {COLLIDERS}, got {self.object_collider!r}")
-        if self.cone not in CONES:
-            raise ValueError(f"cone: expected one of {CONES}, got {self.cone!r}")
-        if not (_is_real(self.pusher_armature) and self.pusher_armature >= 0.0):
-            raise ValueError(f"pusher_armature: expected a finite value >= 0, got {self.pusher_armature!r}")
-        if not (_is_real(self.pusher_servo_ratio) and 0.0 < self.pusher_servo_ratio < 2.0):
-            raise ValueError(f"pusher_servo_ratio: expected a value in (0, 2), got {self.pusher_servo_ratio!r}")
-        _check_positive(self.speed_limit, "speed_limit")
-
-
-def _is_real(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _check_positive(value: object, name: str) -> None:
-    if not (_is_real(value) and value > 0.0):
-        raise ValueError(f"{name}: expected a finite value > 0, got {value!r}")
+        check_settings(self)

@@ -1,0 +1,105 @@
+"""Settings declared once (parapush.settings) and the single-value checks (parapush.validation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from parapush.physics.fine_settings import FineSettings
+from parapush.settings import SettingsError, check_settings, setting, setting_fields, settings_from_mapping
+from parapush.validation import (
+    check_choice,
+    check_finite_array,
+    check_integer,
+    check_optional_positive,
+    check_positive,
+    check_real,
+)
+
+
+@dataclass(frozen=True)
+class InnerSettings:
+    timestep: float = setting(0.001, "step", unit="s", above=0.0, maximum=0.01)
+    mode: str = setting("a", "mode", choices=("a", "b"))
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+@dataclass(frozen=True)
+class OuterSettings:
+    workers: int | None = setting(None, "workers", kind=int, minimum=1, none="one per core", ros_none=0)
+    enabled: bool = setting(True, "switch")
+    inner: InnerSettings = field(default_factory=InnerSettings)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+def test_checks_name_the_value_and_convert():
+    assert check_real("x", 2) == 2.0 and isinstance(check_real("x", 2), float)
+    assert check_integer("n", np.int64(3), minimum=1) == 3
+    assert check_optional_positive("t", None) is None
+    with pytest.raises(ValueError, match=r"^t: expected a finite number > 0, got 0"):
+        check_positive("t", 0)
+    with pytest.raises(ValueError, match=r"^x: expected a finite number >= 0 and < 1, got 1.0"):
+        check_real("x", 1.0, minimum=0.0, below=1.0)
+    with pytest.raises(ValueError, match=r"^n: expected an integer >= 1"):
+        check_integer("n", 2.0, minimum=1)
+    for bad in (True, float("nan"), float("inf"), "1"):
+        with pytest.raises(ValueError, match="^x: "):
+            check_real("x", bad)
+    with pytest.raises(ValueError, match=r"^m: expected one of \['a', 'b'\], got 'c'"):
+        check_choice("m", "c", ("a", "b"))
+    with pytest.raises(ValueError, match=r"^a: expected shape \(any, 2\), got \(3,\)"):
+        check_finite_array("a", np.zeros(3), (None, 2))
+
+
+def test_settings_validate_in_post_init_naming_the_field():
+    assert OuterSettings().workers is None
+    assert OuterSettings(inner=InnerSettings(timestep=0.005)).inner.timestep == 0.005
+    assert check_real("x", 1) == 1.0  # int accepted for float, converted
+    with pytest.raises(ValueError, match=r"^timestep: expected a finite number > 0 and <= 0.01, got 0.02"):
+        InnerSettings(timestep=0.02)
+    with pytest.raises(ValueError, match=r"^workers: expected an integer >= 1, got 0"):
+        OuterSettings(workers=0)
+    with pytest.raises(ValueError, match=r"^enabled: expected true or false"):
+        OuterSettings(enabled=1)
+    with pytest.raises(ValueError, match=r"^mode: must be given"):
+        InnerSettings(mode=None)
+
+
+def test_settings_from_mapping_nested_with_dotted_errors():
+    settings = settings_from_mapping(OuterSettings, {"workers": 2, "inner": {"mode": "b"}})
+    assert settings == OuterSettings(workers=2, inner=InnerSettings(mode="b"))
+    assert settings_from_mapping(OuterSettings, None) == OuterSettings()
+    with pytest.raises(SettingsError, match=r"^model.inner.timestep: expected a finite number > 0") as error:
+        settings_from_mapping(OuterSettings, {"inner": {"timestep": -1.0}}, "model")
+    assert error.value.path == "model.inner.timestep"
+    with pytest.raises(SettingsError, match=r"^inner: unknown field\(s\) \['step'\]; known: \['mode', 'timestep'\]"):
+        settings_from_mapping(OuterSettings, {"inner": {"step": 1}})
+    with pytest.raises(SettingsError, match=r"^inner: expected a mapping, got list"):
+        settings_from_mapping(OuterSettings, {"inner": [1]})
+
+
+def test_setting_fields_flatten_nested_sections():
+    paths = [item.path for item in setting_fields(OuterSettings, "model.")]
+    assert paths == ["model.workers", "model.enabled", "model.inner.timestep", "model.inner.mode"]
+
+
+def test_a_setting_needs_a_valid_default_and_a_description():
+    with pytest.raises(TypeError, match="description"):
+        setting(1.0)
+    with pytest.raises(ValueError, match="^default: "):
+        setting(-1.0, "negative default", minimum=0.0)
+    with pytest.raises(TypeError, match="ros_none"):
+        setting(None, "no stand-in", kind=int, none="auto")
+
+
+def test_fine_settings_are_declared_settings():
+    paths = {item.path for item in setting_fields(FineSettings)}
+    assert {"timestep", "integrator", "pusher_collider", "cone"} <= paths
+    with pytest.raises(ValueError, match=r"^integrator: expected one of"):
+        FineSettings(integrator="verlet")

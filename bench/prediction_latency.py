@@ -18,6 +18,7 @@ Target (issue): ROS overhead under 2 ms plus serialisation (the ``rest`` column)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -30,12 +31,14 @@ import rclpy
 from parareal_pushing.srv import PredictTrajectory
 from rclpy.serialization import deserialize_message, serialize_message
 
-from parapush.graph import resolve_scene_path
+from parapush.graph import config_dir, resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg
 from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS
-from parapush.prediction import PredictionEngine, PredictionLimits, PredictionRequest, PredictionSettings
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionLimits, PredictionRequest, load_model_config
 from parapush.scene import load_scene
+
+MODEL_CONFIG = config_dir() / "model.yaml"
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENE_NAME = "isrr_obstacle.yaml"
@@ -98,7 +101,8 @@ def main() -> int:
     environment = {**os.environ, "ROS_DOMAIN_ID": domain}
     service = subprocess.Popen(
         [sys.executable, "-m", "parapush.nodes.prediction_service", "--ros-args",
-         "-p", f"scene_file:={SCENE_NAME}", "-p", "workers:=2", "-p", "schedule:=parareal"],
+         "--params-file", str(MODEL_CONFIG), "-p", f"scene_file:={SCENE_NAME}", "-p", "model.workers:=2",
+         "-p", "model.schedule:=parareal"],
         env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
     )
     rclpy.init(domain_id=int(domain))
@@ -109,7 +113,8 @@ def main() -> int:
     try:
         if not client.wait_for_service(timeout_sec=60):
             raise RuntimeError("the prediction service did not come up")
-        with PredictionEngine(scene, PredictionSettings(workers=2, schedule="parareal")) as engine:
+        config: ModelConfig = dataclasses.replace(load_model_config(MODEL_CONFIG), workers=2, schedule="parareal")
+        with PredictionEngine(scene, config) as engine:  # what the service builds from the same parameters
             for sequences in (1, 20):
                 initial, controls, durations = request_parts(scene, sequences)
                 iterations = 1 if options.model == "parareal" else -1

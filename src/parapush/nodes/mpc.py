@@ -26,10 +26,17 @@ from rclpy.node import Node
 from parapush.graph import config_dir
 from parapush.nodes.conversions import MessageError, controls_to_msg, msg_to_snapshot, state_to_msg, trajectory_to_msg
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
+from parapush.nodes.parameters import (
+    ParameterError,
+    ParameterSpec,
+    declare_parameters,
+    load_scene_parameter,
+    parameter_specs,
+    settings_from_parameters,
+)
 from parapush.nodes.prediction_client import ServicePrediction
+from parapush.parareal import MODELS
 from parapush.planning import (
-    MODEL_NAMES,
     MpcLoop,
     MpcOutcome,
     MpcResult,
@@ -38,15 +45,16 @@ from parapush.planning import (
     StochasticTrajectoryOptimizer,
     load_planner_config,
 )
+from parapush.prediction import EnginePrediction, ModelConfig
 from parapush.scene import GoalRegion, SceneError
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     ParameterSpec("planner_config", "planner.yaml",
-                  "planner YAML (optimizer, MPC, model, costs): a path or a name in config/"),
-    ParameterSpec("prediction_source", "service", "where predictions come from", choices=("service", "local")),
-    ParameterSpec("model", "", "predictive model; empty: the planner config's", choices=("", *MODEL_NAMES)),
-    ParameterSpec("iterations", -1, "Parareal iterations K; -1: the planner config's", minimum=-1, maximum=64),
+                  "planner YAML (optimizer, MPC, costs): a path or a name in config/"),
+    ParameterSpec("prediction_source", "service", "where predictions come from: the prediction service, or an "
+                  "engine in this node built from the model.* parameters", choices=("service", "local")),
+    *parameter_specs(ModelConfig, "model."),  # config/model.yaml, as the prediction service's
     ParameterSpec("state_timeout", 1.0, "s; a scene state older than this is stale", minimum=0.01, maximum=60.0),
     ParameterSpec("settle_time", 0.05, "s to wait after a control before observing", minimum=0.0, maximum=5.0),
     ParameterSpec("service_timeout", 30.0, "s to wait for a prediction", minimum=0.1, maximum=600.0),
@@ -139,26 +147,14 @@ class MpcNode(Node):
         except (PlannerConfigError, OSError) as error:
             raise ParameterError(f"parameter 'planner_config': {error}") from None
         self.values = values
-        overrides = {}
-        if values["model"]:
-            overrides["name"] = values["model"]
-        if values["iterations"] >= 0:
-            overrides["iterations"] = values["iterations"]
-        self.model_settings = dataclasses.replace(self.config.model, **overrides)
+        self.model_config = settings_from_parameters(ModelConfig, values, "model.")
         callbacks = ReentrantCallbackGroup()
+        # Both sources predict with the engine of the same model.* settings (config/model.yaml):
+        # here, or in the prediction service. A request leaves model and K unset unless a goal sets them.
         if values["prediction_source"] == "service":
-            self.model = ServicePrediction(
-                self,
-                self.scene,
-                model=self.model_settings.name,
-                iterations=self.model_settings.iterations,
-                tolerance_position=self.model_settings.tolerance_position,
-                tolerance_angle=self.model_settings.tolerance_angle,
-                deadline=self.model_settings.deadline,
-                timeout=values["service_timeout"],
-            )
+            self.model = ServicePrediction(self, self.scene, timeout=values["service_timeout"])
         else:
-            self.model = self.config.predictive_model(self.scene, **overrides)
+            self.model = EnginePrediction.build(self.scene, self.model_config)
         self._state_lock = threading.Lock()
         self._latest: tuple[float, SceneState | None] = (0.0, None)
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
@@ -177,8 +173,8 @@ class MpcNode(Node):
             callback_group=callbacks,
         )
         self.get_logger().info(
-            f"ready: scene '{self.scene.name}', model {self.model_settings.name} "
-            f"(K={self.model_settings.iterations}) via {values['prediction_source']}"
+            f"ready: scene '{self.scene.name}', model {self.model_config.name} "
+            f"(K={self.model_config.iterations}) via {values['prediction_source']}"
         )
 
     def _on_state(self, message: SceneState) -> None:
@@ -207,8 +203,8 @@ class MpcNode(Node):
             raise ValueError(f"goal_radius: must be > 0, got {goal.goal_radius}")
         if not self.scene.table.contains(goal.goal_x, goal.goal_y):
             raise ValueError(f"goal_x, goal_y: ({goal.goal_x}, {goal.goal_y}) is not on the table")
-        if goal.model and goal.model not in MODEL_NAMES:
-            raise ValueError(f"model: expected one of {list(MODEL_NAMES)}, got {goal.model!r}")
+        if goal.model and goal.model not in MODELS:
+            raise ValueError(f"model: expected one of {list(MODELS)}, got {goal.model!r}")
         if goal.iterations < -1:
             raise ValueError(f"iterations: must be >= 0 or -1, got {goal.iterations}")
         try:
@@ -221,11 +217,8 @@ class MpcNode(Node):
         """The predictive model for this goal: the node's, or one with the goal's model/K."""
         if not goal.model and goal.iterations == -1:
             return self.model, False
-        name = goal.model or self.model_settings.name
-        iterations = self.model_settings.iterations if goal.iterations == -1 else goal.iterations
-        if isinstance(self.model, ServicePrediction):
-            return self.model.configured(model=name, iterations=iterations), False
-        return self.config.predictive_model(self.scene, name=name, iterations=iterations), True
+        iterations = None if goal.iterations == -1 else goal.iterations
+        return self.model.configured(model=goal.model or None, iterations=iterations), False
 
     def _execute(self, goal_handle):
         with self._busy:

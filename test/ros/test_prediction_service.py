@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import math
 import os
 import signal
@@ -26,7 +27,7 @@ from rclpy.parameter import Parameter
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS, PredictionServiceNode
-from parapush.prediction import PredictionEngine, PredictionRequest
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
 from parapush.scene import load_scene
 
 SCENE_FILE = "isrr_obstacle.yaml"
@@ -36,12 +37,17 @@ INITIAL = LAYOUT.compose(SCENE.pusher.position, np.array([spec.pose for spec in 
 PUSH = np.array([[0.025, 0.0], [0.025, 0.005], [0.02, -0.01], [0.025, 0.0]])
 
 
+MODEL_FIELDS = {item.name for item in dataclasses.fields(ModelConfig)}
+
+
 def start_service(context, spinning, **parameters):
+    """The node with these parameters; ModelConfig fields (workers, schedule, ...) are its model.* ones."""
     # schedule "parareal": these tests check Parareal's iteration semantics; "auto" would pick the
     # exact sample-parallel fine schedule for several sequences on 2 workers (tested separately).
     defaults = {"scene_file": SCENE_FILE, "workers": 2, "max_sequences": 8, "max_controls": 8, "schedule": "parareal"}
     defaults.update(parameters)
-    overrides = [Parameter(name, value=value) for name, value in defaults.items()]
+    overrides = [Parameter(f"model.{name}" if name in MODEL_FIELDS else name, value=value)
+                 for name, value in defaults.items()]
     node = PredictionServiceNode(context=context, parameter_overrides=overrides)
     client_node = rclpy.create_node("prediction_test_client", context=context)
     spinning.add(node, client_node)
@@ -91,7 +97,7 @@ def test_round_trip_equals_a_direct_library_call(service):
     assert list(response.trajectories[0].exact) == [True, True, True, False, False]
     request = valid_request(sequences=3, iterations=2)
     controls = np.array([[(c.vx, c.vy) for c in s.controls] for s in request.sequences])
-    with PredictionEngine(SCENE, node.engine.settings) as engine:  # the same settings, without ROS
+    with PredictionEngine(SCENE, node.engine.config, limits=node.limits) as engine:  # the same settings, without ROS
         direct = engine.predict(PredictionRequest(INITIAL, controls, np.ones(controls.shape[:2]), iterations=2))
     for message, states in zip(response.trajectories, direct.trajectories, strict=True):
         received = trajectory_from_msg(message, SCENE)
@@ -161,7 +167,7 @@ def _mutations():
         ("unknown model", assign("model", "quantum"), "model"),
         ("unknown coarse model", assign("coarse_model", "oracle"), "coarse_model"),
         ("negative iterations", assign("iterations", -5), "iterations"),
-        ("too many iterations", assign("iterations", 9), "exceeds the number of controls"),
+        ("too many iterations", assign("iterations", 9), "iterations: expected an integer >= 0 and <= 4"),
         ("negative tolerance", assign("tolerance_position", -1.0), "tolerance_position"),
         ("nan tolerance", assign("tolerance_angle", math.nan), "tolerance_angle"),
         ("inf deadline", assign("deadline", math.inf), "deadline"),
@@ -247,12 +253,12 @@ def test_bad_parameters_fail_at_start_naming_the_parameter(ros_context):
     from parapush.nodes.parameters import ParameterError
 
     for name, value, match in [
-        ("backend", "gpu", "backend"),
-        ("workers", -1, "workers"),
-        ("timestep", 1.0, "timestep"),
+        ("model.backend", "gpu", "model.backend"),
+        ("model.workers", -1, "model.workers"),
+        ("model.fine.timestep", 1.0, "model.fine.timestep"),
         ("scene_file", "no_such_scene.yaml", "scene_file"),
-        ("default_iterations", 100, "default_iterations"),
-        ("workers", "two", "workers"),  # wrong type
+        ("model.iterations", 100, "model.iterations"),
+        ("model.workers", "two", "model.workers"),  # wrong type
     ]:
         with pytest.raises(ParameterError, match=match):
             PredictionServiceNode(context=ros_context, parameter_overrides=[Parameter(name, value=value)])

@@ -27,13 +27,14 @@ from rclpy.parameter import Parameter
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS, PredictionServiceNode
-from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionLimits, PredictionRequest
 from parapush.scene import load_scene
 
 SCENE_FILE = "isrr_obstacle.yaml"
 SCENE = load_scene(resolve_scene_path(SCENE_FILE))
 LAYOUT = SCENE.layout
 INITIAL = LAYOUT.compose(SCENE.pusher.position, np.array([spec.pose for spec in SCENE.objects]))
+LIMITS = PredictionLimits(max_sequences=8, max_controls=8)  # start_service's
 PUSH = np.array([[0.025, 0.0], [0.025, 0.005], [0.02, -0.01], [0.025, 0.0]])
 
 
@@ -62,6 +63,15 @@ def call(client, request, timeout=60.0):
     while not future.done():
         assert time.monotonic() < deadline, "no answer from the service"
         time.sleep(0.002)
+    return future.result()
+
+
+def wait_future(future, timeout=10.0):
+    """The result of an rclpy future completed by the spinning executor."""
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        assert time.monotonic() < deadline, "no answer"
+        time.sleep(0.005)
     return future.result()
 
 
@@ -292,5 +302,68 @@ def test_a_killed_worker_process_is_replaced_and_the_request_answered(ros_contex
         after = call(client, valid_request(sequences=2))
         assert after.success, after.message
         assert node.engine.statistics().worker_restarts >= 1
+    finally:
+        node.close()
+
+
+def test_parameter_requests_do_not_break_the_service(ros_context, spinning):
+    """What `ros2 param list/get/describe` sends (issue 17: the node's subscription used to
+    overwrite rclpy's parameter table, and the first parameter request killed the service)."""
+    from rclpy.parameter_client import AsyncParameterClient
+
+    node, client = start_service(ros_context, spinning, iterations=2)
+    try:
+        client_node = rclpy.create_node("parameter_test_client", context=ros_context)
+        spinning.add(client_node)
+        parameters = AsyncParameterClient(client_node, "prediction_service")
+        assert parameters.wait_for_services(timeout_sec=10.0)
+        listed = wait_future(parameters.list_parameters()).result.names
+        assert {"scene_file", "max_sequences", "model.iterations", "model.fine.timestep"} <= set(listed)
+        values = wait_future(parameters.get_parameters(["model.iterations", "model.schedule"])).values
+        assert (values[0].integer_value, values[1].string_value) == (2, "parareal")
+        described = wait_future(parameters.describe_parameters(["model.iterations"])).descriptors[0]
+        assert "Parareal iterations K" in described.description and described.read_only
+        response = call(client, valid_request(iterations=-1))
+        assert response.success, response.message
+        assert response.iterations_used == 2
+    finally:
+        node.close()
+
+
+def test_a_bad_k_is_refused_with_the_request_level_message_only(service, monkeypatch):
+    """K's range is checked in one place: PredictionRequest. The service answers with exactly its
+    message, and the message conversion passes any K but the "not set" -1 through unchecked."""
+    import parapush.nodes.prediction_messages as prediction_messages
+    from parapush.prediction import RequestError
+
+    _, client = service
+    for iterations in (-5, 5):
+        with pytest.raises(RequestError) as library:
+            PredictionRequest(INITIAL, PUSH[None], np.ones((1, 4)), iterations=iterations)
+        response = call(client, valid_request(iterations=iterations))
+        assert not response.success
+        assert response.message == f"invalid request: {library.value}"
+    received = []
+    monkeypatch.setattr(prediction_messages, "PredictionRequest", lambda **fields: received.append(fields))
+    for iterations in (-7, 99, -1):
+        prediction_messages.prediction_request_from_msg(valid_request(iterations=iterations), SCENE, LIMITS)
+    assert [fields["iterations"] for fields in received] == [-7, 99, None]
+
+
+def test_request_stopping_rules_combine_with_the_configured_ones(ros_context, spinning):
+    """A request that sets one rule keeps the other configured ones (here K = 2): a tolerance
+    that is never met stops at the configured K, not at N."""
+    node, client = start_service(ros_context, spinning, iterations=2, deadline=60.0)
+    try:
+        request = valid_request(iterations=-1)
+        request.tolerance_position = 1e-12
+        response = call(client, request)
+        assert response.success, response.message
+        assert (response.iterations_used, response.stop_reason) == (2, "iterations")
+        request.iterations = 3  # the request's K replaces the configured one
+        response = call(client, request)
+        assert (response.iterations_used, response.stop_reason) == (3, "iterations")
+        request.model = "coarse"
+        assert call(client, request).iterations_used == 0
     finally:
         node.close()

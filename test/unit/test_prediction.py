@@ -223,3 +223,8 @@ def test_a_bad_k_is_refused_by_the_request_alone(engine, monkeypatch) -> None:
     with pytest.raises(RequestError):
         EnginePrediction(engine, iterations=5).predict(INITIAL, PUSH[None], np.ones(4))
     assert calls == []
+    # ... and no other module on the request path compares a K with anything.
+    for module in ("prediction/engine.py", "prediction/planner_model.py", "nodes/prediction_messages.py",
+                   "nodes/prediction_service.py", "nodes/prediction_client.py"):
+        text = (ROOT / "src" / "parapush" / module).read_text()
+        assert not re.search(r"iterations\)?\s*(<|>|==|!=)|(<|>|==|!=)\s*[\w.]*iterations", text), module

@@ -57,22 +57,17 @@ def start_service(context, spinning, **parameters):
     return node, client
 
 
-def call(client, request, timeout=60.0):
-    future = client.call_async(request)
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        assert time.monotonic() < deadline, "no answer from the service"
-        time.sleep(0.002)
-    return future.result()
-
-
 def wait_future(future, timeout=10.0):
     """The result of an rclpy future completed by the spinning executor."""
     deadline = time.monotonic() + timeout
     while not future.done():
         assert time.monotonic() < deadline, "no answer"
-        time.sleep(0.005)
+        time.sleep(0.002)
     return future.result()
+
+
+def call(client, request, timeout=60.0):
+    return wait_future(client.call_async(request), timeout)
 
 
 def valid_request(sequences=1, model="parareal", iterations=1):

@@ -35,7 +35,7 @@ from parapush.graph import config_dir, resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg
 from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS
-from parapush.prediction import ModelConfig, PredictionEngine, PredictionLimits, PredictionRequest, load_model_config
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest, load_model_config
 from parapush.scene import load_scene
 
 MODEL_CONFIG = config_dir() / "model.yaml"
@@ -78,7 +78,7 @@ def serialisation_time(scene, message, outcome) -> float:
     """
     started = time.perf_counter()
     received = deserialize_message(serialize_message(message), PredictTrajectory.Request)
-    prediction_request_from_msg(received, scene, PredictionLimits())
+    prediction_request_from_msg(received, scene)
     response = fill_prediction_response(PredictTrajectory.Response(), outcome, received, scene)
     deserialize_message(serialize_message(response), PredictTrajectory.Response)
     return time.perf_counter() - started

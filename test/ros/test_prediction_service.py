@@ -27,14 +27,13 @@ from rclpy.parameter import Parameter
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS, PredictionServiceNode
-from parapush.prediction import ModelConfig, PredictionEngine, PredictionLimits, PredictionRequest
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
 from parapush.scene import load_scene
 
 SCENE_FILE = "isrr_obstacle.yaml"
 SCENE = load_scene(resolve_scene_path(SCENE_FILE))
 LAYOUT = SCENE.layout
 INITIAL = LAYOUT.compose(SCENE.pusher.position, np.array([spec.pose for spec in SCENE.objects]))
-LIMITS = PredictionLimits(max_sequences=8, max_controls=8)  # start_service's
 PUSH = np.array([[0.025, 0.0], [0.025, 0.005], [0.02, -0.01], [0.025, 0.0]])
 
 
@@ -341,7 +340,7 @@ def test_a_bad_k_is_refused_with_the_request_level_message_only(service, monkeyp
     received = []
     monkeypatch.setattr(prediction_messages, "PredictionRequest", lambda **fields: received.append(fields))
     for iterations in (-7, 99, -1):
-        prediction_messages.prediction_request_from_msg(valid_request(iterations=iterations), SCENE, LIMITS)
+        prediction_messages.prediction_request_from_msg(valid_request(iterations=iterations), SCENE)
     assert [fields["iterations"] for fields in received] == [-7, 99, None]
 
 

@@ -14,7 +14,7 @@ from parapush.nodes.conversions import (
     time_to_seconds,
     trajectory_to_msg,
 )
-from parapush.prediction import PredictionLimits, PredictionOutcome, PredictionRequest
+from parapush.prediction import PredictionOutcome, PredictionRequest
 from parapush.scene import Scene
 
 
@@ -23,11 +23,10 @@ def _unset_if(value, unset):
     return None if value == unset else value
 
 
-def prediction_request_from_msg(
-    request: PredictTrajectory.Request, scene: Scene, limits: PredictionLimits
-) -> PredictionRequest:
+def prediction_request_from_msg(request: PredictTrajectory.Request, scene: Scene) -> PredictionRequest:
     """The engine's request for a service request: types converted, "not set" values
-    (``""``, ``-1``, ``0``) to None; everything else is checked by :class:`PredictionRequest`.
+    (``""``, ``-1``, ``0``) to None; the values are checked by :class:`PredictionRequest` and
+    the engine's limits by the engine.
 
     Raises:
         MessageError: naming the first malformed field of ``request`` (one that has no
@@ -35,12 +34,7 @@ def prediction_request_from_msg(
         RequestError: from :class:`PredictionRequest`, naming the invalid field.
     """
     snapshot = msg_to_snapshot(request.initial_state, scene)
-    controls, durations = sequences_from_msgs(
-        request.sequences,
-        max_sequences=limits.max_sequences,
-        max_controls=limits.max_controls,
-        max_speed=limits.max_speed,
-    )
+    controls, durations = sequences_from_msgs(request.sequences)
     return PredictionRequest(
         initial_state=snapshot.state,
         controls=controls,

@@ -80,7 +80,7 @@ class PredictionServiceNode(Node):
     # -- service --------------------------------------------------------------------------------
     def _handle(self, request: PredictTrajectory.Request, response: PredictTrajectory.Response):
         try:
-            outcome = self.engine.predict(prediction_request_from_msg(request, self.scene, self.limits))
+            outcome = self.engine.predict(prediction_request_from_msg(request, self.scene))
         except (MessageError, RequestError) as error:
             response.success = False
             response.message = f"invalid request: {error}"

@@ -35,6 +35,7 @@ from parapush.graph import config_dir, resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg
 from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS
+from parapush.parareal import MODELS
 from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest, load_model_config
 from parapush.scene import load_scene
 
@@ -92,7 +93,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--repeats", type=int, default=40)
-    parser.add_argument("--model", default="coarse", choices=("coarse", "parareal", "fine"),
+    parser.add_argument("--model", default="coarse", choices=MODELS,
                         help="model of the requests (coarse isolates the ROS overhead)")
     options = parser.parse_args()
     repeats = 8 if options.quick else options.repeats

@@ -103,7 +103,9 @@ class EngineStatistics:
 
 
 class PredictionEngine:
-    """Answers prediction requests for one scene on a persistent pool of MuJoCo workers.
+    """Answers prediction requests for one scene on a persistent pool of MuJoCo workers; the one
+    factory of the prediction stack (fine model, backend, coarse models, projector, solvers, all
+    from a :class:`ModelConfig`).
 
     Use as a context manager (or call :meth:`close`) so the workers are released.
     """
@@ -228,11 +230,14 @@ class PredictionEngine:
 
     # -- requests ---------------------------------------------------------------------------
     def predict(self, request: PredictionRequest) -> PredictionOutcome:
-        """Answer one request.
+        """Answer one request (its unset fields take this engine's config, see
+        :meth:`PredictionRequest.stopping_rules`).
 
         Raises:
-            RequestError: the request is invalid (the message names the field).
-            PredictionError: the physics diverged or the backend failed.
+            RequestError: the request does not fit this engine's scene or limits, or asks for
+                an unavailable coarse model (the message names the field).
+            DivergedSequenceError: the physics of one sequence diverged (a PredictionError).
+            PredictionError: the backend failed.
         """
         started = time.perf_counter()
         try:

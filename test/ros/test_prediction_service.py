@@ -247,10 +247,16 @@ def test_concurrent_clients_get_their_own_answers(ros_context, spinning, service
     for thread in threads:
         thread.join(timeout=120)
     assert len(results) == 12
+    expected = {k: trajectory_from_msg(answer.trajectories[0], SCENE) for k, answer in reference.items()}
+    for first, second in ((0, 1), (1, 2), (0, 2)):  # the object poses differ with K, so a mix-up would show
+        difference = expected[first][:, LAYOUT.object_poses] - expected[second][:, LAYOUT.object_poses]
+        assert np.abs(difference).max() > 1e-6
     for iterations, response in results.values():
         assert response.success, response.message
-        expected = trajectory_from_msg(reference[iterations].trajectories[0], SCENE)
-        np.testing.assert_array_equal(trajectory_from_msg(response.trajectories[0], SCENE)[:, :2], expected[:, :2])
+        assert response.iterations_used == reference[iterations].iterations_used
+        assert list(response.trajectories[0].exact) == list(reference[iterations].trajectories[0].exact)
+        # the full state (pusher and every object), bit for bit
+        np.testing.assert_array_equal(trajectory_from_msg(response.trajectories[0], SCENE), expected[iterations])
 
 
 def test_bad_parameters_fail_at_start_naming_the_parameter(ros_context):

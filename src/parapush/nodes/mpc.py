@@ -186,8 +186,10 @@ class MpcNode(Node):
             return self._latest
 
     def _on_goal(self, goal: PushObject.Goal) -> GoalResponse:
-        if self._busy.locked():
-            self.get_logger().warning("goal rejected: another push_object goal is running")
+        # Taken here, released when the goal's execution ends: a goal accepted before the first
+        # one started executing would otherwise wait for it instead of being rejected.
+        if self._closing.is_set() or not self._busy.acquire(blocking=False):
+            self.get_logger().warning("goal rejected: another push_object goal is running (or shutting down)")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -221,16 +223,17 @@ class MpcNode(Node):
         return self.model.configured(model=goal.model or None, iterations=iterations), False
 
     def _execute(self, goal_handle):
-        with self._busy:
-            try:
-                return self._run_goal(goal_handle)
-            except Exception as error:  # noqa: BLE001 - a goal always gets a result with its reason
-                self.get_logger().error(f"goal failed: {type(error).__name__}: {error}\n{traceback.format_exc()}")
-                result = PushObject.Result(outcome=PushObject.Result.OUTCOME_ERROR,
-                                           failure_reason=f"internal error: {type(error).__name__}: {error}")
-                self.control_publisher.publish(ControlSequence())  # stop the pusher
-                goal_handle.abort()
-                return result
+        try:  # _busy was taken when the goal was accepted
+            return self._run_goal(goal_handle)
+        except Exception as error:  # noqa: BLE001 - a goal always gets a result with its reason
+            self.get_logger().error(f"goal failed: {type(error).__name__}: {error}\n{traceback.format_exc()}")
+            result = PushObject.Result(outcome=PushObject.Result.OUTCOME_ERROR,
+                                       failure_reason=f"internal error: {type(error).__name__}: {error}")
+            self.control_publisher.publish(ControlSequence())  # stop the pusher
+            goal_handle.abort()
+            return result
+        finally:
+            self._busy.release()
 
     def _run_goal(self, goal_handle):
         goal = goal_handle.request
@@ -263,12 +266,14 @@ class MpcNode(Node):
             f"goal finished: {mpc_result.outcome.name} after {mpc_result.controls_executed} controls "
             f"({mpc_result.failure_reason or 'in the goal region'})"
         )
-        if mpc_result.outcome == MpcOutcome.CANCELED:
+        if mpc_result.outcome == MpcOutcome.CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif mpc_result.success:
             goal_handle.succeed()
         else:
-            goal_handle.abort()
+            if mpc_result.outcome == MpcOutcome.CANCELED:  # not by the client: the node is closing
+                result.failure_reason = f"the node is shutting down ({result.failure_reason})"
+            goal_handle.abort()  # a goal that was not cancelled cannot end as canceled
         return result
 
     def _abort(self, goal_handle, result, outcome: int, reason: str, started: float):

@@ -1,5 +1,5 @@
 """The MPC where it is used: the planner predicts with the project's default model
-(config/planner.yaml: Parareal on the fine MuJoCo model, analytical coarse model) while the
+(config/model.yaml, as the MPC node builds it: Parareal on the fine MuJoCo model) while the
 world is the noisy simulated world of config/sim_world.yaml (per-push friction and centre of
 friction drawn from a seeded generator, the arm's acceleration limit and command timeout).
 
@@ -17,6 +17,7 @@ import pytest
 
 from parapush.graph import config_dir, resolve_scene_path
 from parapush.planning import MpcLoop, MpcOutcome, StochasticTrajectoryOptimizer, load_planner_config
+from parapush.prediction import EnginePrediction, load_model_config
 from parapush.scene import load_scene
 from parapush.sim.arm import TwistCommand
 from parapush.sim.driver import load_driver_settings
@@ -68,12 +69,13 @@ class SimulatedRobot:
 def run_scene(scene_name: str, *, world_seed: int, max_controls: int):
     scene = load_scene(resolve_scene_path(scene_name))
     config = load_planner_config(config_dir() / "planner.yaml")
-    assert config.model.name == "parareal"  # the project's default predictive model
+    model_config = dataclasses.replace(load_model_config(config_dir() / "model.yaml"), workers=2)
+    assert model_config.name == "parareal"  # the project's default predictive model
     optimizer_settings = dataclasses.replace(config.optimizer, samples=12, max_iterations=3, time_budget=None, seed=1)
     world_settings = dataclasses.replace(load_driver_settings(config_dir() / "sim_world.yaml").world, seed=world_seed)
     assert world_settings.push_noise.enabled
     robot = SimulatedRobot(SimWorld(scene, world_settings))
-    model = config.predictive_model(scene, workers=2)
+    model = EnginePrediction.build(scene, model_config)
     try:
         loop = MpcLoop(scene, StochasticTrajectoryOptimizer(optimizer_settings), model,
                        config.cost_function(scene), config.mpc)

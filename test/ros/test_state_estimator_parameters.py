@@ -27,7 +27,6 @@ from test_state_estimator_support import (
     SCENE,
     MovingScene,
     Topics,
-    free_udp_port,
     start_estimator,
 )
 
@@ -115,13 +114,13 @@ def test_bad_parameters_fail_at_start_naming_the_parameter(tmp_path, ros_context
     assert natnet_threads() == [], "a failed start left NatNet threads running"
 
 
-def test_the_shipped_parameter_file_starts_and_reports_no_server(ros_context, spinning):
+def test_the_shipped_parameter_file_starts_and_reports_no_server(ros_context, spinning, free_udp_port):
     """config/state_estimator.yaml as is (the port moved to a free one: nothing answers)."""
     values = flatten_parameters(yaml.safe_load((CONFIG / "state_estimator.yaml").read_text())["state_estimator"]
                       ["ros__parameters"])
     assert set(values) <= {spec.name for spec in PARAMETERS}
     topics = Topics(ros_context, spinning)
-    node = start_estimator(ros_context, spinning, free_udp_port(), topics, **{**values, "diagnostics_period": 0.1})
+    node = start_estimator(ros_context, spinning, free_udp_port, topics, **{**values, "diagnostics_period": 0.1})
     try:
         assert node.body_map == BODY_MAP and node.scene.name == "clutter_fig1"
         if state_estimator.TransformBroadcaster is None:
@@ -221,7 +220,7 @@ def test_frame_gate_rejects_damaged_stamps():
     assert lenient.check(frame(1, 9.0, good[1].mid_exposure_ticks), frequency)[0] is None
 
 
-def test_body_map_setting_follows_the_shared_rule(ros_context):
+def test_body_map_setting_follows_the_shared_rule(ros_context, free_udp_port):
     """auto: config/mocap/<scene>.yaml, else generated; "": generated (as the simulated driver)."""
     from parapush.estimation.body_map import default_body_map
 
@@ -232,7 +231,7 @@ def test_body_map_setting_follows_the_shared_rule(ros_context):
     ]:
         node = StateEstimatorNode(context=ros_context, parameter_overrides=[
             Parameter("scene_file", value=scene_file), Parameter("body_map_file", value=setting),
-            Parameter("command_port", value=free_udp_port())])
+            Parameter("command_port", value=free_udp_port)])
         try:
             assert node.body_map == (expected or default_body_map(node.scene)), (scene_file, setting)
             values = {pair.key: pair.value for pair in node.diagnostics()[0].values}
@@ -241,13 +240,13 @@ def test_body_map_setting_follows_the_shared_rule(ros_context):
             node.close()
 
 
-def test_diagnostics_levels_without_a_tracker_are_errors(ros_context, tmp_path):
+def test_diagnostics_levels_without_a_tracker_are_errors(ros_context, tmp_path, free_udp_port):
     """A mapping by Motive names only cannot track before the model definitions arrive."""
     path = tmp_path / "names.yaml"
     path.write_text("bodies:\n" + "".join(f"  - {{body: {name}, motive_name: m_{name}}}\n"
                                           for name in ("pusher", *SCENE.object_names)))
     node = StateEstimatorNode(context=ros_context, parameter_overrides=[
-        Parameter("body_map_file", value=str(path)), Parameter("command_port", value=free_udp_port())])
+        Parameter("body_map_file", value=str(path)), Parameter("command_port", value=free_udp_port)])
     try:
         assert node._tracker is None
         stream = node.diagnostics()[0]

@@ -24,7 +24,6 @@ from test_state_estimator_support import (
     MovingScene,
     Topics,
     all_valid,
-    free_udp_port,
     pose_errors,
     ros_minus_monotonic,
     settled_states,
@@ -137,11 +136,11 @@ def test_motive_names_are_resolved_and_re_resolved_when_models_change(tmp_path, 
     assert not node.client.connected and not node._resolver.is_alive()
 
 
-def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning):
+def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning, free_udp_port):
     transform_path = write_transform(tmp_path)
     scene = MovingScene(load_table_transform(transform_path), seed=4)
     settings = MocapServerSettings(command_port=0, rate_hz=RATE_HZ, stream_unicast=False, stream_multicast=True,
-                                   data_port=free_udp_port(), multicast_group="239.255.42.77")
+                                   data_port=free_udp_port, multicast_group="239.255.42.77")
     server = MocapServer(scene, settings=settings).start()
     node = None
     try:

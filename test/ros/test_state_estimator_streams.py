@@ -104,7 +104,7 @@ def test_motive_names_are_resolved_and_re_resolved_when_models_change(tmp_path, 
         first = topics.wait_for(lambda m: stamp(m) > resolved and all_valid(m), what="valid states with the new ids")
         print(f"\nids re-resolved within {1e3 * (resolved - changed):.1f} ms of the change")
         assert resolved - changed < 1.5 and stamp(first) - resolved < 0.3  # (loose: a loaded machine)
-        diagnostics = node._tracker.diagnostics(time.monotonic())
+        diagnostics = node.tracking.tracker.diagnostics(time.monotonic())
         assert all(body.observations > 0 for body in diagnostics.bodies)
         assert {body.rigid_body_id for body in diagnostics.bodies} == {21, 22, 23, 24, 25}
         status = stream_status(node)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from parapush.robotiq.registers import DEFAULT_BAUDRATE, DEFAULT_DEVICE_ID
-from parapush.validation import check_integer
+from parapush.validation import check_choice, check_integer, check_not_empty
 
 TCP_FRAMINGS = ("socket", "rtu")
 _SCHEME_FRAMING = {"tcp": "socket", "rtu+tcp": "rtu"}
@@ -63,12 +63,9 @@ class TcpEndpoint:
     device_id: int = DEFAULT_DEVICE_ID
 
     def __post_init__(self) -> None:
-        if not isinstance(self.host, str) or not self.host:
-            raise ValueError(f"host: expected a non-empty string, got {self.host!r}")
-        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
-            raise ValueError(f"port: expected an integer in [1, 65535], got {self.port!r}")
-        if self.framing not in TCP_FRAMINGS:
-            raise ValueError(f"framing: expected one of {TCP_FRAMINGS}, got {self.framing!r}")
+        check_not_empty("host", self.host)
+        check_integer("port", self.port, minimum=1, maximum=65535)
+        check_choice("framing", self.framing, TCP_FRAMINGS)
         check_integer("device_id", self.device_id, minimum=1, maximum=247)
 
     def describe(self) -> str:

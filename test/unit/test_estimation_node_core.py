@@ -151,7 +151,7 @@ def test_call_now_retries_with_a_fresh_time():
 def names_only_tracking() -> BodyTracking:
     body_map = BodyMap(tuple(BodyMapEntry(body=name, motive_name=f"m_{name}") for name in BODIES))
     return BodyTracking(SCENE, body_map, "names.yaml", TableTransform((0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0)),
-                        EstimatorSettings().tracker_settings(), FrameGate(0.1, 0.002))
+                        EstimatorSettings())
 
 
 def stream(**overrides) -> StreamStatus:

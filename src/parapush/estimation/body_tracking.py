@@ -21,11 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from parapush.estimation.body_map import BodyMap, BodyMapError
+from parapush.estimation.estimator_settings import EstimatorSettings
 from parapush.estimation.frame_gate import FrameGate
 from parapush.estimation.natnet_client import NatNetClientStats
 from parapush.estimation.published_snapshots import call_now
 from parapush.estimation.table_frame import TableTransform
-from parapush.estimation.tracker import SceneTracker, TrackerDiagnostics, TrackerSettings
+from parapush.estimation.tracker import SceneTracker, TrackerDiagnostics
 from parapush.natnet import MocapFrame
 from parapush.reporting.diagnostic_report import DiagnosticLevel, DiagnosticReport
 from parapush.scene import Scene
@@ -59,31 +60,21 @@ class BodyTracking:
     scene: the scene whose bodies are tracked.
     body_map: rigid body -> scene body mapping; ``body_map_source`` says where it came from.
     transform: mocap -> table.
-    tracker_settings: the tracker's settings.
-    gate: the frame-stamp checks.
-    extra_latency_s: added to every frame's latency (network transit), s.
+    settings: the tracker's settings, the frame gate's limits (``max_latency``,
+        ``clock_tolerance``) and the ``extra_latency`` added to every frame's latency.
     """
 
     def __init__(
-        self,
-        scene: Scene,
-        body_map: BodyMap,
-        body_map_source: str,
-        transform: TableTransform,
-        tracker_settings: TrackerSettings,
-        gate: FrameGate,
-        extra_latency_s: float = 0.0,
+        self, scene: Scene, body_map: BodyMap, body_map_source: str, transform: TableTransform,
+        settings: EstimatorSettings,
     ) -> None:
-        self.scene = scene
-        self.body_map = body_map
-        self.body_map_source = body_map_source
-        self.transform = transform
-        self.tracker_settings = tracker_settings
-        self._gate = gate
-        self._extra_latency = extra_latency_s
+        self.scene, self.body_map, self.body_map_source, self.transform = scene, body_map, body_map_source, transform
+        self.tracker_settings = settings.tracker_settings()
+        self._gate = FrameGate(settings.max_latency, settings.clock_tolerance)
+        self._extra_latency = settings.extra_latency
         self._lock = threading.Lock()
         self.tracker: SceneTracker | None = (
-            SceneTracker(scene, body_map, transform, tracker_settings) if body_map.is_resolved else None
+            SceneTracker(scene, body_map, transform, self.tracker_settings) if body_map.is_resolved else None
         )
         self._resolved_ids: dict[str, int] | None = None  # from the model definitions; None until received
         self._resolution_error = ""

@@ -9,6 +9,7 @@ Checks that need this host (resolving ``server_address``, binding ``local_interf
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
 import socket
@@ -19,6 +20,7 @@ from parapush.estimation.natnet_client import NatNetClientSettings
 from parapush.estimation.tracker import TrackerSettings
 from parapush.estimation.velocity_filter import PoseFilterSettings
 from parapush.natnet import NatNetVersion
+from parapush.reporting.diagnostic_report import diagnostics_period_setting
 from parapush.settings import SettingsError, check_settings, setting
 from parapush.validation import check_not_empty
 
@@ -48,19 +50,11 @@ class FilterSettings:
         check_settings(self)
 
     def pose_filter_settings(self) -> PoseFilterSettings:
-        def infinite_if_zero(value: float) -> float:
-            return math.inf if value == 0.0 else value
-
-        return PoseFilterSettings(
-            position_noise=self.position_noise,
-            yaw_noise=self.yaw_noise,
-            acceleration_density=self.acceleration_density,
-            angular_acceleration_density=self.angular_acceleration_density,
-            initial_speed_std=self.initial_speed_std,
-            initial_yaw_rate_std=self.initial_yaw_rate_std,
-            jump_distance=infinite_if_zero(self.jump_distance),
-            jump_angle=infinite_if_zero(self.jump_angle),
-        )
+        """The filter's settings (same fields; a jump threshold of 0 becomes math.inf)."""
+        values = dataclasses.asdict(self)
+        for name in ("jump_distance", "jump_angle"):
+            values[name] = math.inf if values[name] == 0.0 else values[name]
+        return PoseFilterSettings(**values)
 
 
 def check_ipv4(name: str, value: str, *, multicast: bool = False) -> str:
@@ -121,8 +115,7 @@ class EstimatorSettings:
     publish_tf: bool = setting(True, "broadcast TF frame_id -> bodies and -> mocap frame (needs tf2_ros)")
     tf_prefix: str = setting("", "prefix of the bodies' TF frame names")
     mocap_frame_id: str = setting("mocap", "TF name of the mocap (Motive) frame")
-    diagnostics_period: float = setting(1.0, "time between diagnostics messages", unit="s",
-                                        minimum=0.05, maximum=60.0)
+    diagnostics_period: float = diagnostics_period_setting()
 
     def __post_init__(self) -> None:
         check_settings(self)

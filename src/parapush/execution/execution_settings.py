@@ -18,6 +18,7 @@ from parapush.execution.gripper import GripperDriverSettings
 from parapush.execution.gripper_endpoint import SerialEndpoint, TcpEndpoint, parse_endpoint
 from parapush.execution.safety import SafetyLimits
 from parapush.execution.velocity_executor import ExecutorSettings
+from parapush.reporting.diagnostic_report import diagnostics_period_setting
 from parapush.robotiq.finger_geometry import FingerGeometry
 from parapush.settings import SettingsError, check_settings, setting
 from parapush.validation import check_not_empty
@@ -184,8 +185,7 @@ class ExecutionSettings:
     limits: LimitSettings = field(default_factory=LimitSettings)
     watchdog_period: float = setting(0.02, "time between command-silence checks", unit="s",
                                      minimum=0.001, maximum=1.0)
-    diagnostics_period: float = setting(1.0, "time between diagnostics messages", unit="s",
-                                        minimum=0.05, maximum=60.0)
+    diagnostics_period: float = diagnostics_period_setting()
     log_throttle_period: float = setting(1.0, "each reason is logged at most once per period", unit="s",
                                          minimum=0.0, maximum=600.0)
     gripper_enabled: bool = setting(True, "drive a Robotiq 2F-85 holding the pusher (false: arm without one)")

@@ -92,7 +92,6 @@ from parapush.estimation.body_map import BodyMap, BodyMapError, resolve_body_map
 from parapush.estimation.body_tracking import BodyTracking, StreamStatus
 from parapush.estimation.clock_map import ClockMap
 from parapush.estimation.estimator_settings import EstimatorSettings
-from parapush.estimation.frame_gate import FrameGate
 from parapush.estimation.natnet_client import NatNetClient
 from parapush.estimation.published_snapshots import call_now, publishable_snapshot, unknown_snapshot
 from parapush.estimation.table_frame import TableFrameError, TablePose, TableTransform, load_table_transform
@@ -189,9 +188,7 @@ class StateEstimatorNode(Node):
             self.client_settings = settings.client_settings()
         except SettingsError as error:
             raise _parameter_error(error) from None
-        self.tracking = BodyTracking(self.scene, body_map, body_map_source, transform, settings.tracker_settings(),
-                                     FrameGate(settings.max_latency, settings.clock_tolerance),
-                                     settings.extra_latency)
+        self.tracking = BodyTracking(self.scene, body_map, body_map_source, transform, settings)
         self.frame_id = settings.frame_id
         self.stale_timeout = settings.stale_timeout
         self._last_frame_time = -math.inf  # time.monotonic() the last frame was received

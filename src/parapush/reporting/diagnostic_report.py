@@ -7,6 +7,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from parapush.settings import setting
 
 
 class DiagnosticLevel(enum.IntEnum):
@@ -54,4 +57,10 @@ class DiagnosticReport:
         raise KeyError(key)
 
 
-__all__ = ["DiagnosticLevel", "DiagnosticReport"]
+def diagnostics_period_setting() -> Any:
+    """The ``diagnostics_period`` setting of a node that publishes diagnostics (one declaration
+    for every such node)."""
+    return setting(1.0, "time between diagnostics messages", unit="s", minimum=0.05, maximum=60.0)
+
+
+__all__ = ["DiagnosticLevel", "DiagnosticReport", "diagnostics_period_setting"]

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+import parapush.sim.mocap_server as mocap_server_module
 from parapush.natnet import (
     CommandRequest,
     Connect,
@@ -300,7 +301,18 @@ def test_source_tracking_flag_passes_through(make_server, make_peer):
 
 
 @pytest.mark.parametrize("kind", list(CorruptionKind))
-def test_corrupted_frames_on_demand(make_server, make_peer, kind):
+def test_corrupted_frames_on_demand(make_server, make_peer, kind, monkeypatch):
+    """Exactly the requested frames arrive damaged: each received datagram is compared with the
+    bytes the server encoded (a spy on its encoder); a truncated one fails to decode, a garbled
+    one fails or decodes into a different frame."""
+    encoded: list[bytes] = []
+
+    def recording_encoder(message, **kwargs):
+        datagram = encode_message(message, **kwargs)
+        encoded.append(datagram)
+        return datagram
+
+    monkeypatch.setattr(mocap_server_module, "encode_message", recording_encoder)
     server = make_server(rng_seed=3)
     peer = make_peer(server)
     peer.send(Connect())
@@ -308,17 +320,18 @@ def test_corrupted_frames_on_demand(make_server, make_peer, kind):
     server.corrupt_next_frames(5, kind=kind)
     datagrams = peer.receive_raw(0.15)
     assert server.stats().frames_corrupted == 5
-    good = len(datagrams) - 5
-    errors = 0
-    for datagram in datagrams:
+    clean = set(encoded)
+    damaged = [datagram for datagram in datagrams if datagram not in clean]
+    assert len(damaged) == 5 and len(datagrams) > 5
+    decoded = (decode_message(datagram, version=peer.version) for datagram in encoded)
+    clean_frames = {frame.frame_number: frame for frame in decoded if isinstance(frame, MocapFrame)}
+    for datagram in damaged:
         try:
-            decode_message(datagram, version=peer.version)
+            frame = decode_message(datagram, version=peer.version)
         except NatNetDecodeError:
-            errors += 1
-    if kind is CorruptionKind.TRUNCATE:
-        assert errors == 5 and good > 0
-    else:
-        assert errors <= 5
+            continue
+        assert kind is CorruptionKind.GARBLE, "a truncated frame decoded"
+        assert clean_frames.get(getattr(frame, "frame_number", None)) != frame
 
 
 def test_drop_probability_loses_exactly_the_logged_frames(make_server, make_peer):

@@ -21,7 +21,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 
-from parapush.settings import SettingsError, setting_fields, settings_from_mapping
+from parapush.settings import SettingsError, setting_fields, settings_from_ros_mapping
 
 
 class ParameterError(ValueError):
@@ -150,15 +150,13 @@ def settings_from_parameters(settings_class: type, values: dict[str, Any], prefi
     nested: dict[str, Any] = {}
     for item in setting_fields(settings_class):
         value = values[f"{prefix}{item.path}"]
-        if item.info.none is not None and value == item.info.ros_none:
-            value = None
         section = nested
         *parents, leaf = item.path.split(".")
         for parent in parents:
             section = section.setdefault(parent, {})
         section[leaf] = value
     try:
-        return settings_from_mapping(settings_class, nested)
+        return settings_from_ros_mapping(settings_class, nested)
     except SettingsError as error:
         raise ParameterError(f"parameter '{prefix}{error.path}': {error.problem}") from None
 

@@ -612,8 +612,8 @@ class MocapServer:
             datagram = datagram[: self._rng.randrange(1, len(datagram))]
         elif corruption is CorruptionKind.GARBLE:
             damaged = bytearray(datagram)
-            for _ in range(self._rng.randint(1, 4)):
-                damaged[self._rng.randrange(4, len(damaged))] = self._rng.randrange(256)
+            for _ in range(self._rng.randint(1, 4)):  # XOR with a non-zero byte: every pick changes
+                damaged[self._rng.randrange(4, len(damaged))] ^= self._rng.randrange(1, 256)
             datagram = bytes(damaged)
         self._send_to_destinations(datagram, frame_number=frame.frame_number)
 

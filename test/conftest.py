@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections import Counter
 from pathlib import Path
 
@@ -132,3 +133,11 @@ class SuiteGuard:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SuiteGuard(), "parapush-suite-guard")
+
+
+@pytest.fixture
+def free_udp_port() -> int:
+    """A UDP port on 127.0.0.1 that no socket holds now (the OS picks it; it may be taken again later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

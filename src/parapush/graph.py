@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
 
 PROFILES = ("sim", "real")
+ON_EXIT = ("respawn", "shutdown")
 PACKAGE = "parareal_pushing"
 DEFAULT_SCENE = "clutter_fig1.yaml"
 
@@ -30,12 +31,20 @@ class NodeEntry:
         executable: executable of the package (module ``parapush.nodes.<executable>``).
         parameters: parameter file name, relative to the config directory.
         profiles: profiles the node runs in (subset of ``PROFILES``).
+        on_exit: what happens when the node's process exits while the stack runs:
+            "respawn" (started again after ``respawn_delay``; once ``max_restarts`` restarts are
+            used up, its next exit shuts the stack down) or "shutdown" (the stack stops).
+        respawn_delay: s between the exit and the restart (respawn only).
+        max_restarts: restarts allowed, >= 1 (respawn only).
     """
 
     name: str
     executable: str
     parameters: str
     profiles: tuple[str, ...]
+    on_exit: str
+    respawn_delay: float | None = None
+    max_restarts: int | None = None
 
     def __post_init__(self) -> None:
         for field_name in ("name", "executable", "parameters"):
@@ -46,6 +55,24 @@ class NodeEntry:
         unknown = [profile for profile in self.profiles if profile not in PROFILES]
         if unknown or not self.profiles:
             raise GraphError(f"nodes[{self.name!r}].profiles: expected a non-empty subset of {PROFILES}, got {unknown}")
+        if self.on_exit not in ON_EXIT:
+            raise GraphError(f"nodes[{self.name!r}].on_exit: expected one of {ON_EXIT}, got {self.on_exit!r}")
+        if self.on_exit == "shutdown":
+            for field_name in ("respawn_delay", "max_restarts"):
+                if getattr(self, field_name) is not None:
+                    raise GraphError(f"nodes[{self.name!r}].{field_name}: only for on_exit: respawn")
+            return
+        delay = self.respawn_delay
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0.0 <= delay <= 600.0:
+            raise GraphError(f"nodes[{self.name!r}].respawn_delay: expected seconds in [0, 600], got {delay!r}")
+        object.__setattr__(self, "respawn_delay", float(delay))
+        restarts = self.max_restarts
+        if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
+            raise GraphError(f"nodes[{self.name!r}].max_restarts: expected an integer >= 1, got {restarts!r}")
+
+    @property
+    def respawns(self) -> bool:
+        return self.on_exit == "respawn"
 
 
 @dataclass(frozen=True)
@@ -57,11 +84,29 @@ class NodeGraph:
         config_dir: directory the parameter files are in.
         profile_parameters: {profile: file name}: a ROS 2 parameter file with one section per
             node that the profile configures differently (e.g. the simulated devices' ports).
+        shutdown_order: stages of node names, stopped one stage after the other (each stage's
+            nodes together); every node is in exactly one stage.
     """
 
     nodes: tuple[NodeEntry, ...]
     config_dir: Path
     profile_parameters: dict[str, str] = field(default_factory=dict)
+    shutdown_order: tuple[tuple[str, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        stages = tuple(tuple(stage) for stage in self.shutdown_order)
+        object.__setattr__(self, "shutdown_order", stages)
+        staged = [name for stage in stages for name in stage]
+        names = [node.name for node in self.nodes]
+        if sorted(staged) != sorted(names) or any(not stage for stage in stages):
+            raise GraphError(f"shutdown_order: expected non-empty stages naming every node once ({names}), "
+                             f"got {[list(stage) for stage in stages]}")
+
+    def shutdown_stages(self, profile: str) -> tuple[tuple[NodeEntry, ...], ...]:
+        """The nodes of ``profile`` in the order they are stopped (stages without them left out)."""
+        running = {node.name: node for node in self.for_profile(profile)}
+        stages = (tuple(running[name] for name in stage if name in running) for stage in self.shutdown_order)
+        return tuple(stage for stage in stages if stage)
 
     def for_profile(self, profile: str) -> tuple[NodeEntry, ...]:
         if profile not in PROFILES:
@@ -107,7 +152,7 @@ def load_graph(path: str | Path | None = None) -> NodeGraph:
     for index, item in enumerate(data["nodes"]):
         if not isinstance(item, Mapping):
             raise GraphError(f"{path}: nodes[{index}]: expected a mapping")
-        unknown = sorted(set(item) - {"name", "executable", "parameters", "profiles"})
+        unknown = sorted(set(item) - {entry_field.name for entry_field in fields(NodeEntry)})
         if unknown:
             raise GraphError(f"{path}: nodes[{index}]: unknown field(s) {unknown}")
         try:
@@ -117,13 +162,20 @@ def load_graph(path: str | Path | None = None) -> NodeGraph:
     names = [node.name for node in nodes]
     if len(set(names)) != len(names):
         raise GraphError(f"{path}: duplicate node names in {names}")
-    unknown = sorted(set(data) - {"nodes", "profile_parameters"})
+    unknown = sorted(set(data) - {"nodes", "profile_parameters", "shutdown_order"})
     if unknown:
         raise GraphError(f"{path}: unknown field(s) {unknown}")
     profile_parameters = data.get("profile_parameters") or {}
     if not isinstance(profile_parameters, Mapping) or not set(profile_parameters) <= set(PROFILES):
         raise GraphError(f"{path}: profile_parameters: expected a mapping from {PROFILES} to file names")
-    return NodeGraph(nodes=tuple(nodes), config_dir=path.parent, profile_parameters=dict(profile_parameters))
+    shutdown_order = data.get("shutdown_order")
+    if not isinstance(shutdown_order, list) or not all(isinstance(stage, list) for stage in shutdown_order):
+        raise GraphError(f"{path}: shutdown_order: expected a list of stages (lists of node names)")
+    try:
+        return NodeGraph(nodes=tuple(nodes), config_dir=path.parent, profile_parameters=dict(profile_parameters),
+                         shutdown_order=tuple(tuple(stage) for stage in shutdown_order))
+    except GraphError as error:
+        raise GraphError(f"{path}: {error}") from None
 
 
 def resolve_scene_path(scene_file: str) -> Path:

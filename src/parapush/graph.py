@@ -5,6 +5,7 @@ ROS-free, so the launch files, the bringup and the static checks all read the sa
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -16,6 +17,7 @@ PROFILES = ("sim", "real")
 ON_EXIT = ("respawn", "shutdown")
 PACKAGE = "parareal_pushing"
 DEFAULT_SCENE = "clutter_fig1.yaml"
+LOOPBACK_HOST_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 
 
 class GraphError(ValueError):
@@ -86,12 +88,19 @@ class NodeGraph:
             node that the profile configures differently (e.g. the simulated devices' ports).
         shutdown_order: stages of node names, stopped one stage after the other (each stage's
             nodes together); every node is in exactly one stage.
+        device_addresses: {node: parameter names}: where the node reaches a device (e.g. the
+            state estimator's ``server_address``, Motive's host).
+        loopback_profiles: profiles whose devices are on this machine's loopback (the
+            simulated driver's); the others refuse a loopback or unset device address unless
+            told so (:meth:`check_device_addresses`).
     """
 
     nodes: tuple[NodeEntry, ...]
     config_dir: Path
     profile_parameters: dict[str, str] = field(default_factory=dict)
     shutdown_order: tuple[tuple[str, ...], ...] = ()
+    device_addresses: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    loopback_profiles: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         stages = tuple(tuple(stage) for stage in self.shutdown_order)
@@ -101,6 +110,53 @@ class NodeGraph:
         if sorted(staged) != sorted(names) or any(not stage for stage in stages):
             raise GraphError(f"shutdown_order: expected non-empty stages naming every node once ({names}), "
                              f"got {[list(stage) for stage in stages]}")
+        unknown = sorted(set(self.device_addresses) - set(names))
+        if unknown:
+            raise GraphError(f"device_addresses: no node(s) {unknown} in the graph")
+        object.__setattr__(self, "loopback_profiles", tuple(self.loopback_profiles))
+        if not set(self.loopback_profiles) <= set(PROFILES):
+            raise GraphError(f"loopback_profiles: expected a subset of {PROFILES}, got {list(self.loopback_profiles)}")
+
+    def parameter_value(self, node: NodeEntry, profile: str, name: str,
+                        overrides: Mapping[str, object] | None = None) -> object | None:
+        """The value the node gets for parameter ``name`` (dotted) from its files and ``overrides``.
+
+        Returns None when neither sets it (the node's own default applies).
+        """
+        value = None
+        for path in self.parameter_files(node, profile):
+            data = yaml.safe_load(path.read_text()) or {}
+            found = data.get(node.name, {}).get("ros__parameters", {})
+            for key in name.split("."):
+                found = found.get(key, None) if isinstance(found, Mapping) else None
+            if found is not None:
+                value = found
+        if overrides is not None and name in overrides:
+            value = overrides[name]
+        return value
+
+    def check_device_addresses(self, profile: str, overrides: Mapping[str, Mapping[str, object]] | None = None,
+                               *, allow_loopback: bool = False) -> None:
+        """Refuse to run ``profile`` with a device address on loopback (or unset), unless allowed.
+
+        On the robot, a node left on the simulator's 127.0.0.1 talks to nothing (or to a simulator
+        left running) and, e.g. for the state estimator, publishes stale states.
+
+        Raises:
+            GraphError: naming the node, the parameter and its value, and how to allow it.
+        """
+        if allow_loopback or profile in self.loopback_profiles:
+            return
+        overrides = overrides or {}
+        for node in self.for_profile(profile):
+            for name in self.device_addresses.get(node.name, ()):
+                value = self.parameter_value(node, profile, name, overrides.get(node.name))
+                if value is None or is_loopback_address(str(value)):
+                    shown = "unset (the node's default is the simulator's loopback)" if value is None else repr(value)
+                    raise GraphError(
+                        f"{node.name}.{name} is {shown} in profile {profile!r}: set the device's address "
+                        f"(its parameter file or an override), or allow loopback explicitly "
+                        f"(bringup --allow-loopback, launch argument allow_loopback:=true)")
 
     def shutdown_stages(self, profile: str) -> tuple[tuple[NodeEntry, ...], ...]:
         """The nodes of ``profile`` in the order they are stopped (stages without them left out)."""
@@ -128,6 +184,16 @@ class NodeGraph:
             if node.name == name:
                 return node
         raise KeyError(f"no node {name!r} in the graph; nodes: {[n.name for n in self.nodes]}")
+
+
+def is_loopback_address(host: str) -> bool:
+    """``host`` (an IP address or a host name) is this machine's loopback (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() in LOOPBACK_HOST_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip()).is_loopback
+    except ValueError:
+        return False
 
 
 def config_dir() -> Path:
@@ -162,7 +228,8 @@ def load_graph(path: str | Path | None = None) -> NodeGraph:
     names = [node.name for node in nodes]
     if len(set(names)) != len(names):
         raise GraphError(f"{path}: duplicate node names in {names}")
-    unknown = sorted(set(data) - {"nodes", "profile_parameters", "shutdown_order"})
+    unknown = sorted(set(data) - {"nodes", "profile_parameters", "shutdown_order", "device_addresses",
+                                  "loopback_profiles"})
     if unknown:
         raise GraphError(f"{path}: unknown field(s) {unknown}")
     profile_parameters = data.get("profile_parameters") or {}
@@ -171,9 +238,19 @@ def load_graph(path: str | Path | None = None) -> NodeGraph:
     shutdown_order = data.get("shutdown_order")
     if not isinstance(shutdown_order, list) or not all(isinstance(stage, list) for stage in shutdown_order):
         raise GraphError(f"{path}: shutdown_order: expected a list of stages (lists of node names)")
+    device_addresses = data.get("device_addresses") or {}
+    if not isinstance(device_addresses, Mapping) or not all(
+            isinstance(names, list) and all(isinstance(name, str) for name in names)
+            for names in device_addresses.values()):
+        raise GraphError(f"{path}: device_addresses: expected a mapping from node names to lists of parameter names")
+    loopback_profiles = data.get("loopback_profiles") or []
+    if not isinstance(loopback_profiles, list):
+        raise GraphError(f"{path}: loopback_profiles: expected a list of profiles")
     try:
         return NodeGraph(nodes=tuple(nodes), config_dir=path.parent, profile_parameters=dict(profile_parameters),
-                         shutdown_order=tuple(tuple(stage) for stage in shutdown_order))
+                         shutdown_order=tuple(tuple(stage) for stage in shutdown_order),
+                         device_addresses={node: tuple(names) for node, names in device_addresses.items()},
+                         loopback_profiles=tuple(loopback_profiles))
     except GraphError as error:
         raise GraphError(f"{path}: {error}") from None
 

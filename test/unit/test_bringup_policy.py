@@ -107,3 +107,10 @@ def test_stop_goes_stage_by_stage(bringup):
     assert journal == ["guard", "stop", "guard", "exited", "worker", "stop", "worker", "exited",
                        "driver", "stop", "driver", "exited"]
     assert bringup.stop_reason is None
+
+
+def test_robot_bringup_refuses_the_simulators_mocap_address_unless_allowed():
+    with pytest.raises(ValueError, match=r"state_estimator\.server_address is '127\.0\.0\.1' in profile 'real'"):
+        Bringup("real")
+    Bringup("real", allow_loopback=True)
+    Bringup("real", overrides={"state_estimator": {"server_address": "192.168.1.10"}})

@@ -83,3 +83,53 @@ def test_shutdown_stages_leave_out_other_profiles(tmp_path):
     graph = load_graph(write_graph(tmp_path, nodes, [["guard"], ["driver"]]))
     assert [[node.name for node in stage] for stage in graph.shutdown_stages("real")] == [["guard"]]
     assert [[node.name for node in stage] for stage in graph.shutdown_stages("sim")] == [["guard"], ["driver"]]
+
+
+@pytest.fixture
+def project_graph():
+    return load_graph(ROOT / "config" / "graph.yaml")
+
+
+def test_sim_profile_reaches_the_simulated_devices_on_loopback(project_graph):
+    project_graph.check_device_addresses("sim")
+    estimator = project_graph.node("state_estimator")
+    assert project_graph.parameter_value(estimator, "sim", "server_address") == "127.0.0.1"
+
+
+@pytest.mark.parametrize("address", [None, "127.0.0.1", "127.0.1.1", "localhost", "::1"])
+def test_robot_profile_refuses_the_estimator_on_loopback(project_graph, address):
+    overrides = {} if address is None else {"state_estimator": {"server_address": address}}
+    with pytest.raises(GraphError, match=r"state_estimator\.server_address .*profile 'real'.*allow"):
+        project_graph.check_device_addresses("real", overrides)
+    project_graph.check_device_addresses("real", overrides, allow_loopback=True)
+
+
+@pytest.mark.parametrize("address", ["192.168.1.10", "motive-pc.lab"])
+def test_robot_profile_accepts_a_motive_host(project_graph, address):
+    project_graph.check_device_addresses("real", {"state_estimator": {"server_address": address}})
+
+
+def test_unset_device_address_counts_as_loopback(tmp_path):
+    (tmp_path / "estimator.yaml").write_text(yaml.safe_dump({"estimator": {"ros__parameters": {"rate": 1.0}}}))
+    nodes = [{"name": "estimator", "executable": "state_estimator", "parameters": "estimator.yaml",
+              "profiles": ["sim", "real"], "on_exit": "shutdown"}]
+    path = write_graph(tmp_path, nodes, [["estimator"]])
+    data = yaml.safe_load(path.read_text())
+    data.update(device_addresses={"estimator": ["network.host"]}, loopback_profiles=["sim"])
+    path.write_text(yaml.safe_dump(data))
+    graph = load_graph(path)
+    assert graph.parameter_value(graph.node("estimator"), "real", "network.host") is None
+    with pytest.raises(GraphError, match="network.host is unset"):
+        graph.check_device_addresses("real")
+    graph.check_device_addresses("real", {"estimator": {"network.host": "10.0.0.2"}})
+    graph.check_device_addresses("sim")
+
+
+def test_device_addresses_must_name_graph_nodes(tmp_path):
+    nodes = [{"name": "a", "executable": "a", "parameters": "a.yaml", "profiles": ["sim"], "on_exit": "shutdown"}]
+    path = write_graph(tmp_path, nodes, [["a"]])
+    data = yaml.safe_load(path.read_text())
+    data.update(device_addresses={"b": ["host"]})
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(GraphError, match=r"device_addresses: no node\(s\) \['b'\]"):
+        load_graph(path)

@@ -68,6 +68,8 @@ class Bringup:
         log_dir: when set, each node's output goes to ``<log_dir>/<node>.log``; else inherited.
         graph: the node graph (default: config/graph.yaml).
         environment: extra environment variables for the children.
+        allow_loopback: start a profile outside the graph's ``loopback_profiles`` (the robot)
+            with device addresses on loopback (else refused: :meth:`NodeGraph.check_device_addresses`).
         supervise_period: s between two checks of the exit policy.
         stop_timeout: s each stage gets to exit after SIGINT when the policy stops the stack.
         stop_reason: why the supervisor stopped the stack (None while it runs or when stopped by the caller).
@@ -80,6 +82,7 @@ class Bringup:
     log_dir: Path | None = None
     graph: NodeGraph | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
+    allow_loopback: bool = False
     supervise_period: float = 0.1
     stop_timeout: float = 10.0
     nodes: list[RunningNode] = field(default_factory=list, init=False)
@@ -94,6 +97,7 @@ class Bringup:
         unknown = sorted(set(self.overrides) - {entry.name for entry in self.graph.for_profile(self.profile)})
         if unknown:
             raise ValueError(f"overrides: no node(s) {unknown} in profile {self.profile!r}")
+        self.graph.check_device_addresses(self.profile, self.overrides, allow_loopback=self.allow_loopback)
         self._stopping = threading.Event()
         self._lock = threading.RLock()  # one of: a supervision step, a stop
         self._supervisor: threading.Thread | None = None
@@ -246,9 +250,12 @@ def main(args: Sequence[str] | None = None) -> int:
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME=VALUE",
                         help="parameter override for one node (repeatable)")
     parser.add_argument("--log-dir", type=Path, default=None, help="write each node's output to DIR/<node>.log")
+    parser.add_argument("--allow-loopback", action="store_true",
+                        help="let the real profile reach devices on 127.0.0.1 (refused by default: the simulator's)")
     options = parser.parse_args(args)
     try:
-        bringup = Bringup(options.profile, options.scene, parse_overrides(options.param), options.log_dir)
+        bringup = Bringup(options.profile, options.scene, parse_overrides(options.param), options.log_dir,
+                          allow_loopback=options.allow_loopback)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     stopping = False

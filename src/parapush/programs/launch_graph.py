@@ -49,7 +49,7 @@ def exit_policy_arguments(entry: NodeEntry, shutdown: Callable[[str], object]) -
 def generate_graph_launch_description(profile: str):
     """All nodes of ``profile`` ("sim" or "real") with their parameter files and exit policy."""
     from launch import LaunchDescription
-    from launch.actions import DeclareLaunchArgument, Shutdown
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
 
@@ -59,6 +59,15 @@ def generate_graph_launch_description(profile: str):
         for name, (default, description) in SHARED_ARGUMENTS.items()
     ]
     actions.append(DeclareLaunchArgument("log_level", default_value="info", description="ROS log level"))
+    actions.append(DeclareLaunchArgument("allow_loopback", default_value="false",
+                                         description="true: let this profile reach devices on 127.0.0.1"))
+
+    def check_device_addresses(context) -> list:  # before any node starts; raising aborts the launch
+        allow = LaunchConfiguration("allow_loopback").perform(context).strip().lower() in ("true", "1", "yes")
+        graph.check_device_addresses(profile, allow_loopback=allow)
+        return []
+
+    actions.append(OpaqueFunction(function=check_device_addresses))
     for entry in graph.for_profile(profile):
         overrides = {name: LaunchConfiguration(name) for name in SHARED_ARGUMENTS}
         actions.append(

@@ -109,6 +109,17 @@ def test_stop_goes_stage_by_stage(bringup):
     assert bringup.stop_reason is None
 
 
+def test_a_respawned_node_is_stopped_in_its_stage(bringup):
+    bringup.start()
+    worker = node(bringup, "worker")
+    os.kill(worker.process.pid, signal.SIGKILL)
+    wait_for(lambda: worker.restarts == 1)
+    time.sleep(0.2)  # the trap is set
+    assert bringup.stop(timeout=5.0) == {"driver": 0, "worker": 0, "guard": 0}
+    assert bringup.journal.read_text().split("\n")[:4] == ["guard stop", "guard exited", "worker stop",
+                                                           "worker exited"]
+
+
 def test_robot_bringup_refuses_the_simulators_mocap_address_unless_allowed():
     with pytest.raises(ValueError, match=r"state_estimator\.server_address is '127\.0\.0\.1' in profile 'real'"):
         Bringup("real")

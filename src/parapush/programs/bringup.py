@@ -98,7 +98,8 @@ class Bringup:
         if unknown:
             raise ValueError(f"overrides: no node(s) {unknown} in profile {self.profile!r}")
         self.graph.check_device_addresses(self.profile, self.overrides, allow_loopback=self.allow_loopback)
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()  # no more respawns
+        self._stopped = threading.Event()  # every stage stopped
         self._lock = threading.RLock()  # one of: a supervision step, a stop
         self._supervisor: threading.Thread | None = None
 
@@ -169,10 +170,12 @@ class Bringup:
         return None
 
     def _supervise_until_stopped(self) -> None:
-        while not self._stopping.wait(self.supervise_period):
+        # Runs until every stage has stopped: the children it respawned get PR_SET_PDEATHSIG when
+        # this thread (their parent) ends, which must not stop them before their stage.
+        while not self._stopped.wait(self.supervise_period):
             with self._lock:
                 if self._stopping.is_set():
-                    return
+                    continue
                 reason = self.supervise()
             if reason is not None:
                 self.stop_reason = reason
@@ -199,6 +202,7 @@ class Bringup:
                 if any(node.process.poll() is None for node in nodes):
                     self._say(f"stopping {', '.join(node.entry.name for node in nodes)}")
                 _stop_processes([node.process for node in nodes], timeout)
+        self._stopped.set()
         if self._supervisor is not None and self._supervisor is not threading.current_thread():
             self._supervisor.join(timeout=timeout)
         return {node.entry.name: node.process.returncode for node in self.nodes}

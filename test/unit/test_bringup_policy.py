@@ -13,9 +13,10 @@ import yaml
 from parapush.graph import load_graph
 from parapush.programs.bringup import Bringup
 
-# On SIGINT: log "<name> stop", take 0.3 s (a node's close()), log "<name> exited", exit 0.
+# Logs "<name> ready" once its trap is set; on SIGINT: logs "<name> stop", takes 0.3 s (a node's
+# close()), logs "<name> exited" and exits 0.
 STAND_IN = ('trap \'echo "$0 stop" >> "$1"; sleep 0.3; echo "$0 exited" >> "$1"; exit 0\' INT; '
-            'while :; do sleep 0.02; done')
+            'echo "$0 ready" >> "$1"; while :; do sleep 0.02; done')
 
 
 class StandInBringup(Bringup):
@@ -49,6 +50,15 @@ def wait_for(condition, timeout=10.0):
         time.sleep(0.02)
 
 
+def shutdown_journal(bringup) -> list[str]:
+    """The stand-ins' stop and exit lines, in order."""
+    return [line for line in bringup.journal.read_text().split("\n") if line and not line.endswith(" ready")]
+
+
+def wait_until_ready(bringup, count: int) -> None:
+    wait_for(lambda: bringup.journal.read_text().count(" ready\n") >= count)
+
+
 def node(bringup, name):
     return next(node for node in bringup.nodes if node.entry.name == name)
 
@@ -75,6 +85,7 @@ def test_respawnable_node_is_restarted_after_its_delay(bringup):
 
 def test_exit_after_the_last_restart_stops_the_stack(bringup):
     bringup.start()
+    wait_until_ready(bringup, 3)
     worker = node(bringup, "worker")
     for restart in range(1, worker.entry.max_restarts + 1):
         os.kill(worker.process.pid, signal.SIGKILL)
@@ -89,23 +100,22 @@ def test_exit_after_the_last_restart_stops_the_stack(bringup):
 
 def test_shutdown_node_exit_stops_the_stack_in_order(bringup):
     bringup.start()
+    wait_until_ready(bringup, 3)
     os.kill(node(bringup, "driver").process.pid, signal.SIGKILL)
     wait_for(lambda: bringup.stop_reason is not None)
     assert bringup.stop_reason.startswith("driver exited with code -9")
     wait_for(lambda: all(node.process.poll() is not None for node in bringup.nodes))
     assert node(bringup, "worker").restarts == 0  # stopped, not respawned
-    journal = bringup.journal.read_text().split("\n")
-    assert journal[:4] == ["guard stop", "guard exited", "worker stop", "worker exited"]
+    assert shutdown_journal(bringup) == ["guard stop", "guard exited", "worker stop", "worker exited"]
 
 
 def test_stop_goes_stage_by_stage(bringup):
     bringup.start()
-    time.sleep(0.2)  # the traps are set
+    wait_until_ready(bringup, 3)
     codes = bringup.stop(timeout=5.0)
     assert codes == {"driver": 0, "worker": 0, "guard": 0}
-    journal = bringup.journal.read_text().split()
-    assert journal == ["guard", "stop", "guard", "exited", "worker", "stop", "worker", "exited",
-                       "driver", "stop", "driver", "exited"]
+    assert shutdown_journal(bringup) == ["guard stop", "guard exited", "worker stop", "worker exited",
+                                         "driver stop", "driver exited"]
     assert bringup.stop_reason is None
 
 
@@ -114,10 +124,10 @@ def test_a_respawned_node_is_stopped_in_its_stage(bringup):
     worker = node(bringup, "worker")
     os.kill(worker.process.pid, signal.SIGKILL)
     wait_for(lambda: worker.restarts == 1)
-    time.sleep(0.2)  # the trap is set
+    wait_until_ready(bringup, 4)
     assert bringup.stop(timeout=5.0) == {"driver": 0, "worker": 0, "guard": 0}
-    assert bringup.journal.read_text().split("\n")[:4] == ["guard stop", "guard exited", "worker stop",
-                                                           "worker exited"]
+    assert shutdown_journal(bringup) == ["guard stop", "guard exited", "worker stop", "worker exited",
+                                         "driver stop", "driver exited"]
 
 
 def test_robot_bringup_refuses_the_simulators_mocap_address_unless_allowed():

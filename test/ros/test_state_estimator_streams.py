@@ -173,7 +173,8 @@ def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning
 def test_simulated_driver_with_the_shipped_configuration(ros_context, spinning):
     """The node's default files (config/mocap/clutter_fig1.yaml, table_transform.yaml) against the
     simulated driver configured by config/sim_world.yaml's conventions: the world's poses."""
-    from parapush.sim.driver import DriverSettings, GripperLinkSettings, MocapStreamSettings, SimDriver
+    from parapush.sim.driver import SimDriver
+    from parapush.sim.driver_settings import DriverSettings, GripperLinkSettings, MocapStreamSettings
     from parapush.sim.world import WorldSettings
 
     settings = DriverSettings(
@@ -214,7 +215,7 @@ def test_simulated_driver_with_the_shipped_configuration(ros_context, spinning):
 
 
 def test_shipped_transform_matches_the_simulated_driver():
-    from parapush.sim.driver import load_driver_settings
+    from parapush.sim.driver_settings import load_driver_settings
 
     driver = load_driver_settings(CONFIG / "sim_world.yaml")
     shipped = load_table_transform(CONFIG / "table_transform.yaml")

@@ -80,6 +80,9 @@ if ! stamp_ok interfaces "$iface_hash" || [[ ! -d "$PREFIX/lib/python3.11/site-p
     || { tail -30 "$ROOT/build/cmake-configure.log" >&2; log "cmake configure failed (log: build/cmake-configure.log)"; exit 1; }
   cmake --build "$BUILD" -j "$(nproc)" >"$ROOT/build/cmake-build.log" 2>&1 \
     || { tail -30 "$ROOT/build/cmake-build.log" >&2; log "cmake build failed (log: build/cmake-build.log)"; exit 1; }
+  # Earlier set-ups installed launch/ and config/ as links into the source tree; installing the
+  # real directories through such a link would leave the link in place.
+  find "$PREFIX/share/parareal_pushing" -maxdepth 1 -type l -delete 2>/dev/null || true
   cmake --install "$BUILD" >"$ROOT/build/cmake-install.log" 2>&1 \
     || { tail -30 "$ROOT/build/cmake-install.log" >&2; log "cmake install failed"; exit 1; }
   stamp_set interfaces "$iface_hash"

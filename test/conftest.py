@@ -15,12 +15,13 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from local_ports import free_port
 
 # scripts/run sets a per-run domain; a bare `pytest` gets one derived from its PID so that
 # parallel runs on one machine do not cross-talk.
@@ -138,6 +139,4 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def free_udp_port() -> int:
     """A UDP port on 127.0.0.1 that no socket holds now (the OS picks it; it may be taken again later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_port()

@@ -17,6 +17,8 @@ PROFILES = ("sim", "real")
 ON_EXIT = ("respawn", "shutdown")
 PACKAGE = "parareal_pushing"
 DEFAULT_SCENE = "clutter_fig1.yaml"
+WILDCARD_SECTION = "/**"
+"""A parameter file's section that applies to every node given the file (ROS 2 wildcard)."""
 LOOPBACK_HOST_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 
 
@@ -31,7 +33,9 @@ class NodeEntry:
     Attributes:
         name: ROS node name.
         executable: executable of the package (module ``parapush.nodes.<executable>``).
-        parameters: parameter file name, relative to the config directory.
+        parameters: parameter file names, relative to the config directory, in the order they
+            apply (later files win; e.g. the shared ``model.yaml`` first, then the node's own).
+            A file's section for the node (its name) or for every node (``/**``) applies.
         profiles: profiles the node runs in (subset of ``PROFILES``).
         on_exit: what happens when the node's process exits while the stack runs:
             "respawn" (started again after ``respawn_delay``; once ``max_restarts`` restarts are
@@ -42,17 +46,21 @@ class NodeEntry:
 
     name: str
     executable: str
-    parameters: str
+    parameters: tuple[str, ...]
     profiles: tuple[str, ...]
     on_exit: str
     respawn_delay: float | None = None
     max_restarts: int | None = None
 
     def __post_init__(self) -> None:
-        for field_name in ("name", "executable", "parameters"):
+        for field_name in ("name", "executable"):
             value = getattr(self, field_name)
             if not isinstance(value, str) or not value:
                 raise GraphError(f"nodes[{self.name!r}].{field_name}: expected a non-empty string")
+        files = (self.parameters,) if isinstance(self.parameters, str) else tuple(self.parameters or ())
+        if not files or not all(isinstance(name, str) and name for name in files):
+            raise GraphError(f"nodes[{self.name!r}].parameters: expected a file name or a non-empty list of them")
+        object.__setattr__(self, "parameters", files)
         object.__setattr__(self, "profiles", tuple(self.profiles))
         unknown = [profile for profile in self.profiles if profile not in PROFILES]
         if unknown or not self.profiles:
@@ -126,11 +134,12 @@ class NodeGraph:
         value = None
         for path in self.parameter_files(node, profile):
             data = yaml.safe_load(path.read_text()) or {}
-            found = data.get(node.name, {}).get("ros__parameters", {})
-            for key in name.split("."):
-                found = found.get(key, None) if isinstance(found, Mapping) else None
-            if found is not None:
-                value = found
+            for section in (WILDCARD_SECTION, node.name):  # the node's own section wins
+                found = (data.get(section) or {}).get("ros__parameters", {})
+                for key in name.split("."):
+                    found = found.get(key, None) if isinstance(found, Mapping) else None
+                if found is not None:
+                    value = found
         if overrides is not None and name in overrides:
             value = overrides[name]
         return value
@@ -169,12 +178,13 @@ class NodeGraph:
             raise GraphError(f"profile: expected one of {PROFILES}, got {profile!r}")
         return tuple(node for node in self.nodes if profile in node.profiles)
 
-    def parameters_path(self, node: NodeEntry) -> Path:
-        return self.config_dir / node.parameters
+    def parameters_paths(self, node: NodeEntry) -> list[Path]:
+        """The node's own parameter files (without the profile's), in the order they apply."""
+        return [self.config_dir / name for name in node.parameters]
 
     def parameter_files(self, node: NodeEntry, profile: str) -> list[Path]:
         """The node's parameter files in the order they apply (later files win)."""
-        files = [self.parameters_path(node)]
+        files = self.parameters_paths(node)
         if profile in self.profile_parameters:
             files.append(self.config_dir / self.profile_parameters[profile])
         return files

@@ -24,6 +24,7 @@ from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
+from local_ports import free_port
 from parapush.graph import config_dir
 from parapush.programs.bringup import Bringup
 
@@ -35,10 +36,6 @@ SCENE = {
 }
 
 
-def free_port(kind=socket.SOCK_DGRAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def processes_mentioning(text: str) -> list[int]:

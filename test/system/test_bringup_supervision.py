@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import time
 
 import pytest
@@ -19,14 +18,9 @@ import yaml
 from parareal_pushing.srv import IdentifyObject
 from rclpy.context import Context
 
+from local_ports import free_port
 from parapush.graph import load_graph
 from parapush.programs.bringup import Bringup
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
@@ -36,8 +30,9 @@ def graph(tmp_path):
     for name, policy in (("identification", {"on_exit": "respawn", "respawn_delay": 0.5, "max_restarts": 1}),
                          ("state_estimator", {"on_exit": "shutdown"})):
         entry = project.node(name)
-        shutil.copy(project.parameters_path(entry), tmp_path / entry.parameters)
-        nodes.append({"name": name, "executable": entry.executable, "parameters": entry.parameters,
+        for path in project.parameters_paths(entry):
+            shutil.copy(path, tmp_path / path.name)
+        nodes.append({"name": name, "executable": entry.executable, "parameters": list(entry.parameters),
                       "profiles": ["sim"], **policy})
     path = tmp_path / "graph.yaml"
     path.write_text(yaml.safe_dump({"nodes": nodes, "shutdown_order": [["state_estimator"], ["identification"]]}))

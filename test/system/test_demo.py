@@ -23,6 +23,7 @@ import yaml
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
+from local_ports import free_port
 from parapush.graph import config_dir
 
 pytestmark = pytest.mark.slow
@@ -49,10 +50,6 @@ RECORDED_TOPICS = {
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def free_port(kind=socket.SOCK_DGRAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

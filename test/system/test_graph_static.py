@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from parapush.graph import PROFILES, load_graph
+from parapush.graph import PROFILES, WILDCARD_SECTION, load_graph
 from parapush.nodes.parameters import flatten_parameters
 from parapush.programs.launch_graph import exit_policy_arguments
 
@@ -45,18 +45,24 @@ def test_executable_is_installed_and_has_main(entry):
 
 @pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
 def test_parameter_file_keys_are_declared(entry):
-    path = GRAPH.parameters_path(entry)
-    assert path.is_file(), f"{path} does not exist"
-    data = yaml.safe_load(path.read_text())
-    assert set(data) == {entry.name}, f"{path}: expected one top-level key {entry.name!r}, got {list(data)}"
-    parameters = data[entry.name]["ros__parameters"]
     module = importlib.import_module(f"parapush.nodes.{entry.executable}")
-    declared = {spec.name for spec in module.PARAMETERS}
-    undeclared = sorted(set(flatten_parameters(parameters)) - declared)
-    assert not undeclared, f"{path}: keys not declared by {entry.executable}: {undeclared}"
     defaults = {spec.name: spec for spec in module.PARAMETERS}
-    for key, value in flatten_parameters(parameters).items():
-        defaults[key].validate(value)  # raises naming the parameter if the file's value is invalid
+    for path in GRAPH.parameters_paths(entry):
+        assert path.is_file(), f"{path} does not exist"
+        data = yaml.safe_load(path.read_text())
+        # A file of one node has that node's section; a shared file (model.yaml) the wildcard one.
+        assert len(data) == 1 and set(data) <= {entry.name, WILDCARD_SECTION}, (
+            f"{path}: expected one top-level key, {entry.name!r} or {WILDCARD_SECTION!r}, got {list(data)}")
+        parameters = flatten_parameters(next(iter(data.values()))["ros__parameters"])
+        undeclared = sorted(set(parameters) - set(defaults))
+        assert not undeclared, f"{path}: keys not declared by {entry.executable}: {undeclared}"
+        for key, value in parameters.items():
+            defaults[key].validate(value)  # raises naming the parameter if the file's value is invalid
+
+
+def test_the_shared_model_file_goes_to_every_node_that_predicts():
+    for name in ("prediction_service", "mpc", "identification"):
+        assert GRAPH.node(name).parameters[0] == "model.yaml", name
 
 
 @pytest.mark.parametrize("profile", sorted(GRAPH.profile_parameters))

@@ -15,24 +15,15 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter_client import AsyncParameterClient
 
+from local_ports import free_port
 from parapush.graph import load_graph
 from parapush.programs.bringup import Bringup
 
 NODES = [entry.name for entry in load_graph().for_profile("sim")]
-# nodes/prediction_service.py overwrote rclpy's Node._parameters: the first get-parameters
-# request killed it (issue 17). Fixed on another branch; remove this mark after merging it.
-KNOWN_BROKEN = {"prediction_service": "prediction_service overwrites Node._parameters (issue 17, fixed elsewhere)"}
+# (The prediction service used to overwrite rclpy's Node._parameters: the first get-parameters
+# request killed it, issue 17.)
 
 
-def node_params(name: str):
-    marks = [pytest.mark.xfail(reason=KNOWN_BROKEN[name], strict=False)] if name in KNOWN_BROKEN else []
-    return pytest.param(name, marks=marks, id=name)
-
-
-def free_port(kind=socket.SOCK_DGRAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class StackClient:
@@ -95,7 +86,7 @@ def running(bringup: Bringup, name: str):
     return next(node for node in bringup.nodes if node.entry.name == name)
 
 
-@pytest.mark.parametrize("name", [node_params(name) for name in NODES])
+@pytest.mark.parametrize("name", NODES)
 def test_list_get_describe_parameters(stack, name):
     bringup, client, logs = stack
     parameters = client.clients[name]
@@ -108,7 +99,7 @@ def test_list_get_describe_parameters(stack, name):
     print(f"{name}: {len(listed)} parameters listed, read and described")
 
 
-@pytest.mark.parametrize("name", [node_params(name) for name in NODES])
+@pytest.mark.parametrize("name", NODES)
 def test_node_still_answers_after_the_requests(stack, name):
     bringup, client, logs = stack
     time.sleep(0.5)  # a node killed by a request has exited by now

@@ -65,6 +65,7 @@ def run_files(tmp_path):
     return scene_path, planner_path
 
 
+@pytest.mark.slow
 def test_bringup_pushes_to_the_goal_and_shuts_down_cleanly(run_files, tmp_path):
     scene_path, planner_path = run_files
     domain = int(os.environ["ROS_DOMAIN_ID"]) % 100 + 130

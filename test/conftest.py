@@ -112,7 +112,8 @@ class SuiteGuard:
         for folder in self.required_folders:
             counts = self.counts.get(folder, Counter())
             if not counts["collected"]:
-                self.problems.append(f"test/{folder}: no test collected")
+                why = f" (ROS 2 not available: {self.ros_error})" if folder in ROS_FOLDERS and self.ros_error else ""
+                self.problems.append(f"test/{folder}: no test collected{why}")
             elif not counts["ran"]:
                 self.problems.append(
                     f"test/{folder}: {counts['collected']} tests collected, none ran ({counts['skipped']} skipped)"

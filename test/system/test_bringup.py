@@ -51,17 +51,23 @@ def processes_mentioning(text: str) -> list[int]:
     return found
 
 
+def short_planner_file(folder: Path) -> Path:
+    """config/planner.yaml with a cut-down optimizer budget, written to ``folder``."""
+    planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
+    planner["optimizer"].update(max_iterations=3, samples=12, time_budget=2.0)
+    planner_path = folder / "planner.yaml"
+    planner_path.write_text(yaml.safe_dump(planner))
+    return planner_path
+
+
 @pytest.fixture
 def run_files(tmp_path):
     scene_path = tmp_path / "system_short_push.yaml"
     scene_path.write_text(yaml.safe_dump(SCENE))
-    planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
-    planner["optimizer"].update(max_iterations=3, samples=12, time_budget=2.0)
-    planner_path = tmp_path / "planner.yaml"
-    planner_path.write_text(yaml.safe_dump(planner))
-    return scene_path, planner_path
+    return scene_path, short_planner_file(tmp_path)
 
 
+@pytest.mark.slow
 def test_bringup_pushes_to_the_goal_and_shuts_down_cleanly(run_files, tmp_path):
     scene_path, planner_path = run_files
     domain = int(os.environ["ROS_DOMAIN_ID"]) % 100 + 130

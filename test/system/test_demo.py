@@ -22,9 +22,9 @@ import pytest
 import yaml
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
+from test_bringup import short_planner_file
 
 from local_ports import free_port
-from parapush.graph import config_dir
 
 pytestmark = pytest.mark.slow
 
@@ -51,17 +51,13 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 
-
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     """Runs the demo once; returns (completed process, run folder)."""
     folder = tmp_path_factory.mktemp("demo")
     scene_path = folder / "system_demo.yaml"
     scene_path.write_text(yaml.safe_dump(SCENE))
-    planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
-    planner["optimizer"].update(max_iterations=3, samples=12, time_budget=2.0)
-    planner_path = folder / "planner.yaml"
-    planner_path.write_text(yaml.safe_dump(planner))
+    planner_path = short_planner_file(folder)
     command_port, gripper_port = free_port(), free_port(socket.SOCK_STREAM)
     out = folder / "run"
     command = [

@@ -177,10 +177,13 @@ def build_model(model: str, scene: Scene, backend: str, workers: int | None) -> 
         return make_predictive_model("fine", scene, **common), None
     if model.startswith("parareal-learned-"):
         from parapush.learning.coarse_learned import LearnedCoarseModel
+        from parapush.physics.fine_settings import FineSettings
 
-        coarse = LearnedCoarseModel(scene)
+        fine_settings = FineSettings()
+        coarse = LearnedCoarseModel(scene, fine_settings=fine_settings)
         iterations = int(model.rsplit("-", 1)[1])
-        predictive = make_predictive_model("parareal", scene, iterations=iterations, coarse_model=coarse, **common)
+        predictive = make_predictive_model("parareal", scene, iterations=iterations, coarse_model=coarse,
+                                           fine_settings=fine_settings, **common)
         return predictive, coarse.max_speed
     if model.startswith("parareal-"):
         iterations = int(model.rsplit("-", 1)[1])

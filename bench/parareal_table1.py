@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     initial, controls, durations, angle_of_row = table1_pushes(scene, states_count, args.seed)
 
     fine_model = FineModel(scene)
-    coarse = load_coarse(args.coarse, scene, learned_weights=args.learned_weights)
+    coarse = load_coarse(
+        args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
+    )
     projector = load_projector(scene, not args.no_projection)
     with make_fine_backend(args.backend, fine_model, args.workers) as backend:
         solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)

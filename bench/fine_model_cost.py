@@ -83,6 +83,7 @@ by 1 um (the chaos-floor row), so the max measures that chaos rather than the mo
 model within the bound on 95 % of the planner's pushes changes no decision the sampling
 optimizer makes from 21 noisy samples. The max is reported beside it."""
 QUICK_SCENES = ("clutter_fig1", "isrr_obstacle")
+SERVO_COMMAND = 0.1  # m/s, step command of the servo check
 CONTACT_CLEARANCE = 1.0e-3
 """m: a body this close to an obstacle touches it (MuJoCo's soft contacts act from ~0 m)."""
 TIMED_ROWS = 12  # pushes whose first control is timed per set
@@ -142,6 +143,26 @@ def configurations(pusher_mass: float) -> list[tuple[str, FineSettings]]:
             for integrator in INTEGRATORS
         ]
     return configs
+
+
+def servo_response(configs: list[tuple[str, FineSettings]]) -> list[dict]:
+    """The pusher servo's step response in free space, per configuration: relative velocity
+    error |v - u| / |u| after 1, 2 and 10 steps of a 0.1 m/s command from rest (0 after one
+    step: dead-beat; decaying: stable; growing or NaN: unstable)."""
+    scene = paper_scene("cylinder")
+    command = np.array([[SERVO_COMMAND, 0.0]])
+    start = scene.layout.compose(np.array([[-0.3, 0.3]]), np.zeros((1, 1, 3)))  # far from the slider
+    rows = []
+    for name, settings in configs:
+        model = FineModel(scene, settings)
+        errors = {}
+        for steps in (1, 2, 10):
+            end = model.propagate(start, command, np.array([steps * settings.timestep]))[0]
+            errors[f"after_{steps}_steps"] = float(np.linalg.norm(end[scene.layout.pusher_velocity] - command[0])
+                                                   / SERVO_COMMAND)
+        rows.append({"config": name, "kv": pusher_servo_gain(scene, settings), "relative_velocity_error": errors,
+                     "stable": bool(errors["after_10_steps"] <= min(errors["after_1_steps"], 1e-2))})
+    return rows
 
 
 def rollout(model: FineModel, initial: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
@@ -357,6 +378,14 @@ def table(summary: list[dict], rows: list[dict], choice: dict) -> str:
             f"p95 position mm / yaw deg per push set\n{format_table(['config', *sets], per_set)}")
 
 
+def servo_table(servo: list[dict]) -> str:
+    rows = [[row["config"], f"{row['kv']:.0f}",
+             *(f"{value:.2e}" for value in row["relative_velocity_error"].values()), "yes" if row["stable"] else "no"]
+            for row in servo]
+    headers = ["config", "kv N s/m", "|v-u|/|u| 1 step", "2 steps", "10 steps", "stable"]
+    return f"pusher servo, free-space step to {SERVO_COMMAND} m/s\n{format_table(headers, rows)}"
+
+
 def figure(summary: list[dict]) -> Figure:
     """Cost against p95 position error, one panel per push family."""
     families = list(dict.fromkeys(row["family"] for row in summary))
@@ -401,14 +430,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {push_set.name}: {len(push_set.initial)} pushes done", flush=True)
     summary = summarise(rows)
     choice = choose(summary)
-    text = table(summary, rows, choice)
+    servo = servo_response(configurations(paper_scene("cylinder").pusher.mass))
+    text = table(summary, rows, choice) + "\n\n" + servo_table(servo)
     print(text)
     uptime_end = machine()["uptime_at_start"]
     print(uptime_end)
     for row in rows:  # per-push errors are only needed for pooling
         del row["position_errors_mm"], row["yaw_errors_deg"]
     payload = {"machine": {**host, "uptime_at_end": uptime_end}, "quick": args.quick, "seed": args.seed,
-               "reference": REFERENCE_NAME, "summary": summary, "choice": choice, "rows": rows, "table": text}
+               "reference": REFERENCE_NAME, "summary": summary, "choice": choice, "servo": servo, "rows": rows,
+               "table": text}
     json_path, png_path = write_results("fine_model_cost_quick" if args.quick else "fine_model_cost", payload,
                                         figure(summary))
     print(f"wrote {json_path} and {png_path}")

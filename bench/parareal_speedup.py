@@ -399,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
 
     scene = paper_scene("box")
     fine_model = FineModel(scene)
-    coarse = load_coarse(args.coarse, scene, learned_weights=args.learned_weights)
+    coarse = load_coarse(
+        args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
+    )
     projector = load_projector(scene, not args.no_projection)
     start = push_start_states(scene, np.array([SIDE_FRACTION * slider_half_width(scene)]))[0]
     serial = PararealSolver(coarse=coarse, fine=SerialBackend(fine_model), projector=projector)

@@ -18,6 +18,7 @@ import time
 
 import natnet
 import pytest
+from natnet_fixtures import assert_suffix_matches, free_udp_port
 from natnetsdk.NatNetClient import NatNetClient as SdkClient
 
 from parapush.estimation.natnet_client import NatNetClient, NatNetClientSettings
@@ -135,19 +136,8 @@ def _compare_frames(ours: dict[int, MocapFrame], theirs: dict, version: NatNetVe
             assert tuple(pypi_body.rot) == body.orientation
             assert pypi_body.marker_error == body.mean_error
             assert pypi_body.tracking_valid == body.tracking_valid
-        suffix = pypi.suffix
-        assert (suffix.timecode, suffix.timecode_sub, suffix.timestamp) == (
-            frame.timecode,
-            frame.timecode_subframe,
-            frame.timestamp,
-        )
-        assert (suffix.stamp_camera_mid_exposure, suffix.stamp_data_received, suffix.stamp_transmit) == (
-            frame.mid_exposure_ticks,
-            frame.data_received_ticks,
-            frame.transmit_ticks,
-        )
-        if version.major == 3:  # natnet 0.3.0 misreads the 4.x suffix params (precision timestamp)
-            assert suffix.param == frame.params
+        # natnet 0.3.0 misreads the 4.x suffix params (precision timestamp)
+        assert_suffix_matches(pypi.suffix, frame, params=version.major == 3)
         assert pypi.skeletons == () and pypi.labeled_markers == ()
         if version.has_assets:
             assert pypi.assets == ()
@@ -197,7 +187,7 @@ def test_pypi_natnet_client_unicast(version_text):
 
 def test_pypi_natnet_client_multicast():
     version = NatNetVersion(4, 1)
-    data_port = _free_udp_port()
+    data_port = free_udp_port()
     settings = MocapServerSettings(
         command_port=0, rate_hz=RATE_HZ, stream_unicast=False, stream_multicast=True, data_port=data_port
     )
@@ -265,11 +255,3 @@ def test_natnetsdk_unpacks_datagrams_from_our_running_server(version_text):
             ours.params,
         )
 
-
-def _free_udp_port() -> int:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-    finally:
-        probe.close()

@@ -67,32 +67,17 @@ class PushSamplingConfig:
     max_speed: float = setting(0.1, "largest pusher speed", unit="m/s", above=0.0)
     direction_weights: tuple[float, float, float] = (0.4, 0.2, 0.4)
     nominal_duration: float = setting(1.0, "the usual control duration", unit="s", above=0.0)
-    nominal_duration_fraction: float = setting(
-        0.5, "probability of nominal_duration", minimum=0.0, maximum=1.0
-    )
+    nominal_duration_fraction: float = setting(0.5, "probability of nominal_duration", minimum=0.0, maximum=1.0)
     duration_range: tuple[float, float] = (0.5, 2.0)
-    duration_quantum: float = setting(
-        0.001, "durations are whole multiples of this (the fine timestep)", unit="s", above=0.0
-    )
-    first_gap_max: float = setting(0.1, "largest surface gap between the pusher and the first slider", unit="m",
-                                   above=0.0)
-    neighbour_gap_max: float = setting(
-        0.08, "largest surface gap between a further slider and its anchor", unit="m", above=0.0
-    )
-    touching_fraction: float = setting(
-        0.3, "probability that a gap is drawn from touching_gap_range", minimum=0.0, maximum=1.0
-    )
+    duration_quantum: float = setting(0.001, "durations are multiples of this (the fine timestep)", unit="s", above=0.0)
+    first_gap_max: float = setting(0.1, "largest gap from the pusher to the first slider", unit="m", above=0.0)
+    neighbour_gap_max: float = setting(0.08, "largest gap from a further slider to its anchor", unit="m", above=0.0)
+    touching_fraction: float = setting(0.3, "probability of a touching gap", minimum=0.0, maximum=1.0)
     touching_gap_range: tuple[float, float] = (-3.0e-4, 2.0e-3)
-    moving_fraction: float = setting(0.5, "fraction of initial states with random velocities", minimum=0.0,
-                                     maximum=1.0)
-    max_initial_speed: float = setting(
-        0.1, "largest initial pusher/slider speed of moving states", unit="m/s", above=0.0
-    )
-    max_initial_spin: float = setting(2.0, "largest initial slider yaw rate of moving states", unit="rad/s",
-                                      above=0.0)
-    placement_half_extent: float = setting(
-        0.2, "half side of the square the pusher is shifted within", unit="m", above=0.0
-    )
+    moving_fraction: float = setting(0.5, "fraction of initial states with random velocities", minimum=0.0, maximum=1.0)
+    max_initial_speed: float = setting(0.1, "largest initial speed of moving states", unit="m/s", above=0.0)
+    max_initial_spin: float = setting(2.0, "largest initial slider yaw rate of moving states", unit="rad/s", above=0.0)
+    placement_half_extent: float = setting(0.2, "half side of the square the pusher is placed in", unit="m", above=0.0)
     max_attempts: int = setting(1000, "placements tried per push before giving up", minimum=1)
 
     def __post_init__(self) -> None:

@@ -104,17 +104,12 @@ class WorldSettings:
     pusher_held_at_start: bool = setting(
         True, "whether the pusher is held (moves with the arm) after a reset; the driver couples it to the gripper"
     )
-    grasp_tolerance: float = setting(
-        0.01, "the gripper can grasp the pusher when the end effector is within this planar distance of it",
-        unit="m", above=0.0,
-    )
+    grasp_tolerance: float = setting(0.01, "the gripper grasps the pusher within this distance", unit="m", above=0.0)
     contact_check_interval: float = setting(
         0.005, "how often contacts (push onsets), the table edges and the simulation's sanity are checked, "
         "simulated time (rounded to whole steps)", unit="s", above=0.0,
     )
-    max_lag: float = setting(
-        0.2, "in threaded mode, a backlog of more than this much wall-clock time is dropped", unit="s", above=0.0
-    )
+    max_lag: float = setting(0.2, "threaded mode: a longer wall-clock backlog is dropped", unit="s", above=0.0)
     tick: float = setting(0.002, "in threaded mode, the thread sleeps this long between batches of steps", unit="s",
                           above=0.0)
 

@@ -52,6 +52,7 @@ from parapush.physics.backends import BACKEND_NAMES, make_backend
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.scene import Scene, scene_from_dict
+from parapush.validation import check_choice, check_integer
 
 DATASET_FORMAT = "parapush.learning.dataset/1"
 
@@ -98,22 +99,17 @@ class DatasetConfig:
     batch_size: int = 256
 
     def __post_init__(self) -> None:
-        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
-            raise ValueError(f"samples: expected an integer >= 1, got {self.samples!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
+        check_integer("samples", self.samples, minimum=1)
+        check_integer("seed", self.seed, minimum=0)
         if self.sampling.max_sliders != self.geometry.max_sliders:
             raise ValueError(
                 f"sampling.slider_count_weights: {self.sampling.max_sliders} weights but geometry.max_sliders is "
                 f"{self.geometry.max_sliders}"
             )
-        if self.backend not in BACKEND_NAMES:
-            raise ValueError(f"backend: expected one of {BACKEND_NAMES}, got {self.backend!r}")
-        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
-                                         or self.workers < 1):
-            raise ValueError(f"workers: expected an integer >= 1 or None, got {self.workers!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size: expected an integer >= 1, got {self.batch_size!r}")
+        check_choice("backend", self.backend, BACKEND_NAMES)
+        if self.workers is not None:
+            check_integer("workers", self.workers, minimum=1)
+        check_integer("batch_size", self.batch_size, minimum=1)
 
 
 @dataclass(frozen=True)

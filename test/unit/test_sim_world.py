@@ -12,7 +12,7 @@ import pytest
 
 from parapush.execution.commands import TwistCommand
 from parapush.scene import ObjectSpec, Pusher, Scene, load_scene
-from parapush.settings import SettingsError
+from parapush.settings import SettingsError, settings_from_mapping
 from parapush.sim.arm import ArmFault, ArmSettings, SimArm
 from parapush.sim.noise import (
     MocapNoise,
@@ -198,7 +198,7 @@ def test_twist_validation_names_the_field():
     with pytest.raises(ValueError, match="command_timeout: expected a finite number > 0"):
         ArmSettings(command_timeout=0.0)
     with pytest.raises(SettingsError, match=r"arm: unknown field\(s\) \['max_sped'\]"):
-        ArmSettings.from_mapping({"max_sped": 1.0})
+        settings_from_mapping(ArmSettings, {"max_sped": 1.0}, "arm")
 
 
 # -- the pusher and the gripper -------------------------------------------------------------------

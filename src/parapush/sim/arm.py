@@ -43,7 +43,7 @@ import numpy as np
 
 from parapush.estimation.rotations import rpy_to_matrix
 from parapush.execution.commands import TwistCommand
-from parapush.settings import check_settings, setting, settings_from_mapping
+from parapush.settings import check_settings, setting
 from parapush.validation import check_real
 
 __all__ = ["ArmFault", "ArmSettings", "ArmStatus", "CommandOutcome", "SimArm"]
@@ -98,11 +98,6 @@ class ArmSettings:
     def table_rotation_in_base(self) -> np.ndarray:
         """(3, 3) rotation matrix: base-frame coordinates of the table axes (v_base = R v_table)."""
         return rpy_to_matrix(*self.table_rpy_in_base)
-
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "arm") -> ArmSettings:
-        """From plain data (a YAML section); errors (:class:`SettingsError`) name ``where`` and the field."""
-        return settings_from_mapping(cls, data, where)
 
 
 class ArmFault(enum.Enum):

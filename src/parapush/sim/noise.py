@@ -114,11 +114,6 @@ class PushNoiseSettings:
     def __post_init__(self) -> None:
         check_settings(self)
 
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "push_noise") -> PushNoiseSettings:
-        """From plain data (a YAML section); errors (:class:`SettingsError`) name ``where`` and the field."""
-        return settings_from_mapping(cls, data, where)
-
 
 @dataclass(frozen=True)
 class ObjectContactSample:

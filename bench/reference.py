@@ -57,14 +57,18 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def available_cores() -> int:
+    """CPU cores this process may run on (``nproc``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def machine() -> dict[str, Any]:
     """The facts about this machine that a timing figure depends on."""
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        available = os.cpu_count() or 1
     return {
-        "nproc": available,
+        "nproc": available_cores(),
         "cpu_count": os.cpu_count(),
         "cpu_model": cpu_model(),
         "platform": platform.platform(),

@@ -155,6 +155,35 @@ def test_every_reference_file_is_quoted() -> None:
     assert not stray, f"reference files the README does not quote: {stray}"
 
 
+SECTIONS_WITH_FIGURES = (
+    ("## Benchmarks", "| command | what |"),
+    ("**Fine model defaults**", "**Schedule `auto`**"),
+    ("`result.sensitivity` says", "From a recorded run"),
+)
+"""README passages (start, end marker) whose measured figures must all be traced."""
+MEASURED = re.compile(r"~?<?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?:x| ?(?:%|ms|mm|deg))(?!\w)")
+
+
+def test_every_measured_figure_in_those_passages_is_traced() -> None:
+    """A number with a unit of measure (x, %, ms, mm, deg) in the passages above lies inside a
+    phrase of :data:`FIGURES`, so a figure added to the README without a reference fails."""
+    readme = collapse(README.read_text())
+    covered = []
+    for figure in FIGURES:
+        phrase = expected_phrase(figure)
+        start = readme.find(phrase)
+        assert start >= 0, f"README should say {phrase!r}"
+        covered.append((start, start + len(phrase)))
+    untraced = []
+    for begin_marker, end_marker in SECTIONS_WITH_FIGURES:
+        begin = readme.index(begin_marker)
+        end = readme.index(end_marker, begin)
+        for match in MEASURED.finditer(readme, begin, end):
+            if not any(low <= match.start() and match.end() <= high for low, high in covered):
+                untraced.append(match.group())
+    assert not untraced, f"README figures without a reference file: {untraced}"
+
+
 def test_a_changed_figure_is_caught() -> None:
     """The comparison is not vacuous: a README that says a different number fails it."""
     figure = next(figure for figure in FIGURES if (REFERENCE / f"{figure.bench}.json").exists())

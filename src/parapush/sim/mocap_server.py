@@ -33,7 +33,6 @@ import collections
 import enum
 import logging
 import math
-import numbers
 import random
 import select
 import socket
@@ -59,6 +58,7 @@ from parapush.natnet.messages import (
 from parapush.natnet.models import ModelDefinitions, RigidBodyDescription
 from parapush.natnet.version import SUPPORTED_VERSIONS, NatNetVersion
 from parapush.settings import check_settings, setting
+from parapush.validation import check_integer
 
 __all__ = [
     "BodySample",
@@ -102,21 +102,12 @@ class BodySample:
     mean_error: float = 0.0
 
     def __post_init__(self) -> None:
-        if (
-            not isinstance(self.id, numbers.Integral)
-            or isinstance(self.id, bool)
-            or not -(2**31) <= self.id < 2**31
-        ):
-            raise ValueError(f"BodySample.id must be an int32, got {self.id!r}")
+        check_integer("BodySample.id", self.id, minimum=-(2**31), maximum=2**31 - 1)
         if not isinstance(self.name, str):
             raise ValueError(f"BodySample.name must be a str, got {type(self.name).__name__}")
-        if len(self.position) != 3:
-            raise ValueError(f"BodySample.position must have 3 components (m), got {len(self.position)}")
-        if len(self.orientation) != 4:
-            raise ValueError(
-                "BodySample.orientation must be a quaternion (qx, qy, qz, qw), "
-                f"got {len(self.orientation)} values"
-            )
+        for name, size, what in (("position", 3, "(x, y, z) in m"), ("orientation", 4, "(qx, qy, qz, qw)")):
+            if len(getattr(self, name)) != size:
+                raise ValueError(f"BodySample.{name}: expected {what}, got {len(getattr(self, name))} values")
         values = (*self.position, *self.orientation, self.mean_error)
         if self.tracking_valid and not all(math.isfinite(float(v)) for v in values):
             raise ValueError(f"BodySample {self.id} ({self.name!r}) is tracked but has a non-finite pose")

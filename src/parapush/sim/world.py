@@ -54,6 +54,7 @@ from parapush.scene import ObjectSpec, Scene, SceneSnapshot, StateLayout
 from parapush.settings import check_settings, setting, settings_from_mapping
 from parapush.sim.arm import ArmSettings, CommandOutcome, SimArm
 from parapush.sim.noise import ObjectContactSample, PushNoise, PushNoiseSettings
+from parapush.validation import check_non_negative
 
 __all__ = ["BodyPose", "SimWorld", "WorldDivergedError", "WorldSettings", "WorldStatus"]
 
@@ -377,8 +378,7 @@ class SimWorld:
             RuntimeError: if the stepping thread runs.
             WorldDivergedError: if the simulation diverged.
         """
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration >= 0.0:
-            raise ValueError(f"duration: expected a finite number of seconds >= 0, got {duration!r}")
+        duration = check_non_negative("duration", duration)
         if self.running:
             raise RuntimeError("step() is for manual mode; the world thread is running")
         with self._lock:

@@ -18,21 +18,21 @@ Writes bench/results/fine_model_defaults.{json,png}.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
+import parareal_common as common
 import reference as bench_reference
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.scene import Scene, load_scene, scene_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 REFERENCE = FineSettings(integrator="rk4", pusher_collider="cylinder", object_collider="cylinder", cone="elliptic")
 PUSH_SPEED = 0.05  # m/s
 PUSH_DURATION = 4.0  # s
@@ -196,16 +196,9 @@ def print_table(rows: list[dict], isotropy: list[dict]) -> None:
 
 
 def write_results(rows: list[dict], isotropy: list[dict], quick: bool) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    payload = {"quick": quick, "rows": rows, "friction_isotropy": isotropy}
-    (RESULTS / "fine_model_defaults.json").write_text(json.dumps(payload, indent=2))
     scene_names = list(dict.fromkeys(row["scene"] for row in rows))
-    figure, axes = plt.subplots(1, len(scene_names), figsize=(5 * len(scene_names), 4), squeeze=False)
+    figure = Figure(figsize=(5 * len(scene_names), 4), layout="tight")
+    axes = figure.subplots(1, len(scene_names), squeeze=False)
     for axis, scene in zip(axes[0], scene_names, strict=True):
         for row in (row for row in rows if row["scene"] == scene):
             error = max(row["median_end_difference_mm"], 1e-4)
@@ -215,9 +208,9 @@ def write_results(rows: list[dict], isotropy: list[dict], quick: bool) -> None:
         axis.set_xlabel("CPU cost of a 1 s control (ms, one thread)")
         axis.set_ylabel("median end difference vs rk4+cylinder (mm)")
         axis.set_title(scene)
-    figure.tight_layout()
-    figure.savefig(RESULTS / "fine_model_defaults.png", dpi=120)
-    print(f"wrote {RESULTS / 'fine_model_defaults.json'} and .png")
+    payload = {"quick": quick, "rows": rows, "friction_isotropy": isotropy}
+    json_path, png_path = common.write_results("fine_model_defaults", payload, figure)
+    print(f"wrote {json_path} and {png_path}")
 
 
 if __name__ == "__main__":

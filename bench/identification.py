@@ -32,9 +32,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from parapush.execution.commands import TwistCommand
-from parapush.graph import resolve_scene_path
+from parapush.graph import config_dir, resolve_scene_path
 from parapush.identification import IdentificationSettings, ObjectIdentifier, ObjectParameters, PushRecord
 from parapush.physics.fine import FineModel
+from parapush.prediction import PredictionEngine, load_model_config
 from parapush.scene import Scene, load_scene, wrap_angle
 from parapush.sim.world import SimWorld, WorldSettings
 from parareal_common import format_table, write_results
@@ -114,7 +115,8 @@ def main() -> int:
     records = [push(scene, rng, args.observation_noise, args.seed + index) for index in range(train + test)]
     recorded = time.perf_counter() - started
     training, held_out = records[:train], records[train:]
-    fine = FineModel(nominal_scene)
+    # The fine model the identification node searches with: config/model.yaml's.
+    fine = PredictionEngine.build_fine_model(nominal_scene, load_model_config(config_dir() / "model.yaml"))
     settings = IdentificationSettings(population=16 if args.quick else 32, elite=4 if args.quick else 8,
                                       iterations=6 if args.quick else 12, seed=args.seed)
     with ObjectIdentifier(fine, 0) as identifier:

@@ -18,6 +18,7 @@ Target (issue): ROS overhead under 2 ms plus serialisation (the ``rest`` column)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -30,12 +31,15 @@ import rclpy
 from parareal_pushing.srv import PredictTrajectory
 from rclpy.serialization import deserialize_message, serialize_message
 
-from parapush.graph import resolve_scene_path
+from parapush.graph import config_dir, resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg
 from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS
-from parapush.prediction import PredictionEngine, PredictionLimits, PredictionRequest, PredictionSettings
+from parapush.parareal import MODELS
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest, load_model_config
 from parapush.scene import load_scene
+
+MODEL_CONFIG = config_dir() / "model.yaml"
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENE_NAME = "isrr_obstacle.yaml"
@@ -75,7 +79,7 @@ def serialisation_time(scene, message, outcome) -> float:
     """
     started = time.perf_counter()
     received = deserialize_message(serialize_message(message), PredictTrajectory.Request)
-    prediction_request_from_msg(received, scene, PredictionLimits())
+    prediction_request_from_msg(received, scene)
     response = fill_prediction_response(PredictTrajectory.Response(), outcome, received, scene)
     deserialize_message(serialize_message(response), PredictTrajectory.Response)
     return time.perf_counter() - started
@@ -89,7 +93,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--repeats", type=int, default=40)
-    parser.add_argument("--model", default="coarse", choices=("coarse", "parareal", "fine"),
+    parser.add_argument("--model", default="coarse", choices=MODELS,
                         help="model of the requests (coarse isolates the ROS overhead)")
     options = parser.parse_args()
     repeats = 8 if options.quick else options.repeats
@@ -98,7 +102,8 @@ def main() -> int:
     environment = {**os.environ, "ROS_DOMAIN_ID": domain}
     service = subprocess.Popen(
         [sys.executable, "-m", "parapush.nodes.prediction_service", "--ros-args",
-         "-p", f"scene_file:={SCENE_NAME}", "-p", "workers:=2", "-p", "schedule:=parareal"],
+         "--params-file", str(MODEL_CONFIG), "-p", f"scene_file:={SCENE_NAME}", "-p", "model.workers:=2",
+         "-p", "model.schedule:=parareal"],
         env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
     )
     rclpy.init(domain_id=int(domain))
@@ -109,7 +114,8 @@ def main() -> int:
     try:
         if not client.wait_for_service(timeout_sec=60):
             raise RuntimeError("the prediction service did not come up")
-        with PredictionEngine(scene, PredictionSettings(workers=2, schedule="parareal")) as engine:
+        config: ModelConfig = dataclasses.replace(load_model_config(MODEL_CONFIG), workers=2, schedule="parareal")
+        with PredictionEngine(scene, config) as engine:  # what the service builds from the same parameters
             for sequences in (1, 20):
                 initial, controls, durations = request_parts(scene, sequences)
                 iterations = 1 if options.model == "parareal" else -1

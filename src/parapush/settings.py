@@ -234,6 +234,36 @@ def settings_from_mapping(cls: type, data: Any, where: str = "") -> Any:
         raise SettingsError(where, str(error)) from None
 
 
+def _ros_none_to_none(cls: type, data: Any) -> Any:
+    """``data`` (a mapping for ``cls``) with every field's ``ros_none`` stand-in replaced by None."""
+    if not isinstance(data, Mapping):
+        return data
+    converted = dict(data)
+    for item in dataclasses.fields(cls):
+        if item.name not in converted:
+            continue
+        info = item.metadata.get("setting")
+        value = converted[item.name]
+        if info is not None:
+            if info.none is not None and type(value) is type(info.ros_none) and value == info.ros_none:
+                converted[item.name] = None
+        elif (section := _section_type(item)) is not None:
+            converted[item.name] = _ros_none_to_none(section, value)
+    return converted
+
+
+def settings_from_ros_mapping(cls: type, data: Any, where: str = "") -> Any:
+    """Like :func:`settings_from_mapping`, for values written as ROS parameters (in a parameter
+    file or declared on a node), where a field's ``ros_none`` stands for None (ROS parameters
+    cannot be None): ``iterations: -1`` -> None. Int stand-ins of float fields must be written
+    as floats (``0.0``), as ROS types them.
+
+    Raises:
+        SettingsError: as :func:`settings_from_mapping`.
+    """
+    return settings_from_mapping(cls, _ros_none_to_none(cls, data), where)
+
+
 def settings_to_mapping(instance: Any) -> dict[str, Any]:
     """Plain data of a settings instance (nested sections as mappings), e.g. to record it."""
     return dataclasses.asdict(instance)
@@ -247,5 +277,6 @@ __all__ = [
     "setting",
     "setting_fields",
     "settings_from_mapping",
+    "settings_from_ros_mapping",
     "settings_to_mapping",
 ]

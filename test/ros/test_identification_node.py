@@ -59,10 +59,10 @@ def observed_pushes(count: int, seed: int) -> list[ObservedPush]:
 def nodes(ros_context, spinning):
     """(identification node, prediction service node, identify client, predict client)."""
     identification = IdentificationNode(context=ros_context, parameter_overrides=[
-        Parameter("scene_file", value=SCENE_FILE), Parameter("workers", value=2),
+        Parameter("scene_file", value=SCENE_FILE), Parameter("model.workers", value=2),
         Parameter("population", value=8), Parameter("iterations", value=3)])
     service = PredictionServiceNode(context=ros_context, parameter_overrides=[
-        Parameter("scene_file", value=SCENE_FILE), Parameter("workers", value=2)])
+        Parameter("scene_file", value=SCENE_FILE), Parameter("model.workers", value=2)])
     client_node = rclpy.create_node("identification_test_client", context=ros_context)
     spinning.add(identification, service, client_node)
     identify = client_node.create_client(IdentifyObject, "identify_object")

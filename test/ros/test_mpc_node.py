@@ -79,7 +79,8 @@ class Plant:
 def start(context, spinning, files, **parameters):
     scene_path, planner_path = files
     overrides = {"scene_file": str(scene_path), "planner_config": str(planner_path),
-                 "prediction_source": "local", "model": "coarse", "settle_time": 0.05}
+                 "prediction_source": "local", "model.name": "coarse",
+                 "model.coarse_model": "analytical", "settle_time": 0.05}
     overrides.update(parameters)
     node = MpcNode(context=context, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
     plant = Plant(context, load_scene(scene_path))

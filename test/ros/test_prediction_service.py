@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import math
 import os
 import signal
@@ -26,7 +27,7 @@ from rclpy.parameter import Parameter
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS, PredictionServiceNode
-from parapush.prediction import PredictionEngine, PredictionRequest
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
 from parapush.scene import load_scene
 
 SCENE_FILE = "isrr_obstacle.yaml"
@@ -36,12 +37,17 @@ INITIAL = LAYOUT.compose(SCENE.pusher.position, np.array([spec.pose for spec in 
 PUSH = np.array([[0.025, 0.0], [0.025, 0.005], [0.02, -0.01], [0.025, 0.0]])
 
 
+MODEL_FIELDS = {item.name for item in dataclasses.fields(ModelConfig)}
+
+
 def start_service(context, spinning, **parameters):
+    """The node with these parameters; ModelConfig fields (workers, schedule, ...) are its model.* ones."""
     # schedule "parareal": these tests check Parareal's iteration semantics; "auto" would pick the
     # exact sample-parallel fine schedule for several sequences on 2 workers (tested separately).
     defaults = {"scene_file": SCENE_FILE, "workers": 2, "max_sequences": 8, "max_controls": 8, "schedule": "parareal"}
     defaults.update(parameters)
-    overrides = [Parameter(name, value=value) for name, value in defaults.items()]
+    overrides = [Parameter(f"model.{name}" if name in MODEL_FIELDS else name, value=value)
+                 for name, value in defaults.items()]
     node = PredictionServiceNode(context=context, parameter_overrides=overrides)
     client_node = rclpy.create_node("prediction_test_client", context=context)
     spinning.add(node, client_node)
@@ -50,13 +56,17 @@ def start_service(context, spinning, **parameters):
     return node, client
 
 
-def call(client, request, timeout=60.0):
-    future = client.call_async(request)
+def wait_future(future, timeout=10.0):
+    """The result of an rclpy future completed by the spinning executor."""
     deadline = time.monotonic() + timeout
     while not future.done():
-        assert time.monotonic() < deadline, "no answer from the service"
+        assert time.monotonic() < deadline, "no answer"
         time.sleep(0.002)
     return future.result()
+
+
+def call(client, request, timeout=60.0):
+    return wait_future(client.call_async(request), timeout)
 
 
 def valid_request(sequences=1, model="parareal", iterations=1):
@@ -91,7 +101,7 @@ def test_round_trip_equals_a_direct_library_call(service):
     assert list(response.trajectories[0].exact) == [True, True, True, False, False]
     request = valid_request(sequences=3, iterations=2)
     controls = np.array([[(c.vx, c.vy) for c in s.controls] for s in request.sequences])
-    with PredictionEngine(SCENE, node.engine.settings) as engine:  # the same settings, without ROS
+    with PredictionEngine(SCENE, node.engine.config, limits=node.limits) as engine:  # the same settings, without ROS
         direct = engine.predict(PredictionRequest(INITIAL, controls, np.ones(controls.shape[:2]), iterations=2))
     for message, states in zip(response.trajectories, direct.trajectories, strict=True):
         received = trajectory_from_msg(message, SCENE)
@@ -161,7 +171,7 @@ def _mutations():
         ("unknown model", assign("model", "quantum"), "model"),
         ("unknown coarse model", assign("coarse_model", "oracle"), "coarse_model"),
         ("negative iterations", assign("iterations", -5), "iterations"),
-        ("too many iterations", assign("iterations", 9), "exceeds the number of controls"),
+        ("too many iterations", assign("iterations", 9), "iterations: expected an integer >= 0 and <= 4"),
         ("negative tolerance", assign("tolerance_position", -1.0), "tolerance_position"),
         ("nan tolerance", assign("tolerance_angle", math.nan), "tolerance_angle"),
         ("inf deadline", assign("deadline", math.inf), "deadline"),
@@ -237,22 +247,28 @@ def test_concurrent_clients_get_their_own_answers(ros_context, spinning, service
     for thread in threads:
         thread.join(timeout=120)
     assert len(results) == 12
+    expected = {k: trajectory_from_msg(answer.trajectories[0], SCENE) for k, answer in reference.items()}
+    for first, second in ((0, 1), (1, 2), (0, 2)):  # the object poses differ with K, so a mix-up would show
+        difference = expected[first][:, LAYOUT.object_poses] - expected[second][:, LAYOUT.object_poses]
+        assert np.abs(difference).max() > 1e-6
     for iterations, response in results.values():
         assert response.success, response.message
-        expected = trajectory_from_msg(reference[iterations].trajectories[0], SCENE)
-        np.testing.assert_array_equal(trajectory_from_msg(response.trajectories[0], SCENE)[:, :2], expected[:, :2])
+        assert response.iterations_used == reference[iterations].iterations_used
+        assert list(response.trajectories[0].exact) == list(reference[iterations].trajectories[0].exact)
+        # the full state (pusher and every object), bit for bit
+        np.testing.assert_array_equal(trajectory_from_msg(response.trajectories[0], SCENE), expected[iterations])
 
 
 def test_bad_parameters_fail_at_start_naming_the_parameter(ros_context):
     from parapush.nodes.parameters import ParameterError
 
     for name, value, match in [
-        ("backend", "gpu", "backend"),
-        ("workers", -1, "workers"),
-        ("timestep", 1.0, "timestep"),
+        ("model.backend", "gpu", "model.backend"),
+        ("model.workers", -1, "model.workers"),
+        ("model.fine.timestep", 1.0, "model.fine.timestep"),
         ("scene_file", "no_such_scene.yaml", "scene_file"),
-        ("default_iterations", 100, "default_iterations"),
-        ("workers", "two", "workers"),  # wrong type
+        ("model.iterations", 100, "model.iterations"),
+        ("model.workers", "two", "model.workers"),  # wrong type
     ]:
         with pytest.raises(ParameterError, match=match):
             PredictionServiceNode(context=ros_context, parameter_overrides=[Parameter(name, value=value)])
@@ -286,5 +302,68 @@ def test_a_killed_worker_process_is_replaced_and_the_request_answered(ros_contex
         after = call(client, valid_request(sequences=2))
         assert after.success, after.message
         assert node.engine.statistics().worker_restarts >= 1
+    finally:
+        node.close()
+
+
+def test_parameter_requests_do_not_break_the_service(ros_context, spinning):
+    """What `ros2 param list/get/describe` sends (issue 17: the node's subscription used to
+    overwrite rclpy's parameter table, and the first parameter request killed the service)."""
+    from rclpy.parameter_client import AsyncParameterClient
+
+    node, client = start_service(ros_context, spinning, iterations=2)
+    try:
+        client_node = rclpy.create_node("parameter_test_client", context=ros_context)
+        spinning.add(client_node)
+        parameters = AsyncParameterClient(client_node, "prediction_service")
+        assert parameters.wait_for_services(timeout_sec=10.0)
+        listed = wait_future(parameters.list_parameters()).result.names
+        assert {"scene_file", "max_sequences", "model.iterations", "model.fine.timestep"} <= set(listed)
+        values = wait_future(parameters.get_parameters(["model.iterations", "model.schedule"])).values
+        assert (values[0].integer_value, values[1].string_value) == (2, "parareal")
+        described = wait_future(parameters.describe_parameters(["model.iterations"])).descriptors[0]
+        assert "Parareal iterations K" in described.description and described.read_only
+        response = call(client, valid_request(iterations=-1))
+        assert response.success, response.message
+        assert response.iterations_used == 2
+    finally:
+        node.close()
+
+
+def test_a_bad_k_is_refused_with_the_request_level_message_only(service, monkeypatch):
+    """K's range is checked in one place: PredictionRequest. The service answers with exactly its
+    message, and the message conversion passes any K but the "not set" -1 through unchecked."""
+    import parapush.nodes.prediction_messages as prediction_messages
+    from parapush.prediction import RequestError
+
+    _, client = service
+    for iterations in (-5, 5):
+        with pytest.raises(RequestError) as library:
+            PredictionRequest(INITIAL, PUSH[None], np.ones((1, 4)), iterations=iterations)
+        response = call(client, valid_request(iterations=iterations))
+        assert not response.success
+        assert response.message == f"invalid request: {library.value}"
+    received = []
+    monkeypatch.setattr(prediction_messages, "PredictionRequest", lambda **fields: received.append(fields))
+    for iterations in (-7, 99, -1):
+        prediction_messages.prediction_request_from_msg(valid_request(iterations=iterations), SCENE)
+    assert [fields["iterations"] for fields in received] == [-7, 99, None]
+
+
+def test_request_stopping_rules_combine_with_the_configured_ones(ros_context, spinning):
+    """A request that sets one rule keeps the other configured ones (here K = 2): a tolerance
+    that is never met stops at the configured K, not at N."""
+    node, client = start_service(ros_context, spinning, iterations=2, deadline=60.0)
+    try:
+        request = valid_request(iterations=-1)
+        request.tolerance_position = 1e-12
+        response = call(client, request)
+        assert response.success, response.message
+        assert (response.iterations_used, response.stop_reason) == (2, "iterations")
+        request.iterations = 3  # the request's K replaces the configured one
+        response = call(client, request)
+        assert (response.iterations_used, response.stop_reason) == (3, "iterations")
+        request.model = "coarse"
+        assert call(client, request).iterations_used == 0
     finally:
         node.close()

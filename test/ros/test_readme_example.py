@@ -25,7 +25,8 @@ def test_the_readme_client_runs_against_the_service(tmp_path):
     environment = {**os.environ, "ROS_DOMAIN_ID": str(int(os.environ["ROS_DOMAIN_ID"]) % 100 + 120)}
     service = subprocess.Popen(
         [sys.executable, "-m", "parapush.nodes.prediction_service", "--ros-args",
-         "-p", "scene_file:=isrr_obstacle.yaml", "-p", "workers:=2"],
+         "--params-file", str(ROOT / "config" / "model.yaml"), "-p", "scene_file:=isrr_obstacle.yaml",
+         "-p", "model.workers:=2"],
         env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:

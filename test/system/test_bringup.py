@@ -115,7 +115,7 @@ def test_bringup_pushes_to_the_goal_and_shuts_down_cleanly(run_files, tmp_path):
         executor.shutdown()
         rclpy.shutdown(context=context)
         codes = bringup.stop(timeout=15)
-    assert all(code in (0, -2) for code in codes.values()), f"unclean exits {codes}; logs in {tmp_path / 'logs'}"
+    assert all(code == 0 for code in codes.values()), f"unclean exits {codes}; logs in {tmp_path / 'logs'}"
     time.sleep(0.5)
     assert not processes_mentioning(str(scene_path)), "node processes left behind"
     assert not processes_mentioning(str(tmp_path)), "child processes (workers, socat) left behind"

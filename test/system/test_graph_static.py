@@ -19,6 +19,7 @@ import yaml
 
 from parapush.graph import PROFILES, load_graph
 from parapush.nodes.parameters import flatten_parameters
+from parapush.programs.launch_graph import exit_policy_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = load_graph(ROOT / "config" / "graph.yaml")
@@ -89,3 +90,43 @@ def test_launch_files_are_generated_from_the_graph(profile):
     assert any(name == "generate_graph_launch_description" and args and args[0].value == profile
                for name, args in names), f"{path} does not generate the {profile!r} graph"
     assert GRAPH.for_profile(profile), f"no nodes in profile {profile!r}"
+
+
+def launch_shutdown(reason: str) -> tuple[str, str]:
+    """Stands for ``launch.actions.Shutdown(reason=...)`` (the launch libraries are not installed here)."""
+    return ("Shutdown", reason)
+
+
+@pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
+def test_launch_exit_actions_match_the_graph_policy(entry):
+    arguments = exit_policy_arguments(entry, launch_shutdown)
+    if entry.on_exit == "shutdown":
+        assert set(arguments) == {"on_exit"}
+        assert arguments["on_exit"][0] == "Shutdown" and entry.name in arguments["on_exit"][1]
+        return
+    assert entry.on_exit == "respawn"
+    assert arguments["respawn"] is True
+    assert arguments["respawn_delay"] == entry.respawn_delay
+    assert arguments["respawn_max_retries"] == entry.max_restarts
+    on_exit = arguments["on_exit"]
+    # launch calls on_exit at every exit and respawns max_restarts times: the exit after them stops the launch.
+    assert [on_exit(None, None) for _ in range(entry.max_restarts)] == [None] * entry.max_restarts
+    action = on_exit(None, None)
+    assert action is not None and action[0] == "Shutdown" and entry.name in action[1]
+
+
+def test_launch_nodes_take_their_exit_policy_from_the_graph():
+    """The generated launch_ros Node actions get exit_policy_arguments(entry, ...) as keyword arguments."""
+    path = ROOT / "src" / "parapush" / "programs" / "launch_graph.py"
+    tree = ast.parse(path.read_text())
+    node_calls = [call for call in ast.walk(tree)
+                  if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Node"]
+    assert len(node_calls) == 1, f"{path}: expected one Node(...) action"
+    spread = [keyword.value for keyword in node_calls[0].keywords if keyword.arg is None]
+    assert any(isinstance(value, ast.Call) and getattr(value.func, "id", None) == "exit_policy_arguments"
+               and isinstance(value.args[0], ast.Name) and value.args[0].id == "entry" for value in spread), \
+        f"{path}: Node(...) does not take **exit_policy_arguments(entry, ...)"
+    shutdown_factories = [call for call in ast.walk(tree)
+                          if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Shutdown"]
+    assert shutdown_factories and all(keyword.arg == "reason" for call in shutdown_factories
+                                      for keyword in call.keywords)

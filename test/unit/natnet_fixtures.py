@@ -1,21 +1,11 @@
-"""Helpers shared by the NatNet and mocap-server tests of test/unit (not a test module)."""
+"""Helpers shared by the NatNet tests of test/unit (not a test module); the free UDP port is
+test/conftest.py's ``free_udp_port`` fixture."""
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from parapush.natnet import MocapFrame
-
-
-def free_udp_port() -> int:
-    """A UDP port on 127.0.0.1 that was free a moment ago (the OS picked it)."""
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-    finally:
-        probe.close()
 
 
 def assert_suffix_matches(suffix: Any, frame: MocapFrame, *, params: bool = True) -> None:

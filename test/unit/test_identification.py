@@ -193,17 +193,11 @@ def test_bad_searches_fail_with_the_argument_named(fine_model, identifier):
 
 # -- the prediction engine uses applied parameters ----------------------------------------------
 def test_the_engine_predicts_with_applied_parameters(fine_model):
-    from parapush.prediction import (
-        PredictionEngine,
-        PredictionError,
-        PredictionRequest,
-        PredictionSettings,
-        RequestError,
-    )
+    from parapush.prediction import ModelConfig, PredictionEngine, PredictionError, PredictionRequest, RequestError
 
     record = pushes(fine_model, TRUTH, 1, seed=6)[0]
     request = PredictionRequest(record.states[0], record.controls[None], record.durations[None], model="fine")
-    with PredictionEngine(fine_model.scene, PredictionSettings(workers=2)) as engine:
+    with PredictionEngine(fine_model.scene, ModelConfig(workers=2)) as engine:
         before = engine.predict(request).trajectories[0]
         previous = engine.apply_object_parameters("slider", TRUTH)
         assert previous == ObjectModelVariants(fine_model, 0).nominal
@@ -213,7 +207,7 @@ def test_the_engine_predicts_with_applied_parameters(fine_model):
             engine.apply_object_parameters("box", TRUTH)
     np.testing.assert_array_equal(after, record.states)  # the pushes were simulated with TRUTH
     assert not np.allclose(before, record.states, atol=1e-4)
-    processes = PredictionSettings(backend="processes", workers=1)
+    processes = ModelConfig(backend="processes", workers=1)
     refused = "'threads' or 'serial' backend"
     with PredictionEngine(fine_model.scene, processes) as engine, pytest.raises(PredictionError, match=refused):
         engine.apply_object_parameters("slider", TRUTH)

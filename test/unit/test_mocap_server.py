@@ -7,8 +7,8 @@ import socket
 import time
 
 import pytest
-from natnet_fixtures import free_udp_port
 
+import parapush.sim.mocap_server as mocap_server_module
 from parapush.natnet import (
     CommandRequest,
     Connect,
@@ -301,7 +301,18 @@ def test_source_tracking_flag_passes_through(make_server, make_peer):
 
 
 @pytest.mark.parametrize("kind", list(CorruptionKind))
-def test_corrupted_frames_on_demand(make_server, make_peer, kind):
+def test_corrupted_frames_on_demand(make_server, make_peer, kind, monkeypatch):
+    """Exactly the requested frames arrive damaged: each received datagram is compared with the
+    bytes the server encoded (a spy on its encoder); a truncated one fails to decode, a garbled
+    one fails or decodes into a different frame."""
+    encoded: list[bytes] = []
+
+    def recording_encoder(message, **kwargs):
+        datagram = encode_message(message, **kwargs)
+        encoded.append(datagram)
+        return datagram
+
+    monkeypatch.setattr(mocap_server_module, "encode_message", recording_encoder)
     server = make_server(rng_seed=3)
     peer = make_peer(server)
     peer.send(Connect())
@@ -309,17 +320,18 @@ def test_corrupted_frames_on_demand(make_server, make_peer, kind):
     server.corrupt_next_frames(5, kind=kind)
     datagrams = peer.receive_raw(0.15)
     assert server.stats().frames_corrupted == 5
-    good = len(datagrams) - 5
-    errors = 0
-    for datagram in datagrams:
+    clean = set(encoded)
+    damaged = [datagram for datagram in datagrams if datagram not in clean]
+    assert len(damaged) == 5 and len(datagrams) > 5
+    decoded = (decode_message(datagram, version=peer.version) for datagram in encoded)
+    clean_frames = {frame.frame_number: frame for frame in decoded if isinstance(frame, MocapFrame)}
+    for datagram in damaged:
         try:
-            decode_message(datagram, version=peer.version)
+            frame = decode_message(datagram, version=peer.version)
         except NatNetDecodeError:
-            errors += 1
-    if kind is CorruptionKind.TRUNCATE:
-        assert errors == 5 and good > 0
-    else:
-        assert errors <= 5
+            continue
+        assert kind is CorruptionKind.GARBLE, "a truncated frame decoded"
+        assert clean_frames.get(getattr(frame, "frame_number", None)) != frame
 
 
 def test_drop_probability_loses_exactly_the_logged_frames(make_server, make_peer):
@@ -373,8 +385,8 @@ def test_failing_source_is_counted_and_streaming_continues(make_server, make_pee
     assert server.stats().source_errors >= 8
 
 
-def test_multicast_stream_on_loopback(make_server):
-    data_port = free_udp_port()
+def test_multicast_stream_on_loopback(make_server, free_udp_port):
+    data_port = free_udp_port
     server = make_server(stream_unicast=False, stream_multicast=True, data_port=data_port)
     receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -491,4 +503,3 @@ def test_body_sample_and_fault_injection_validation():
     with pytest.raises(ValueError, match="count"):
         server.corrupt_next_frames(0)
     assert MocapServerSettings(natnet_version="3.1").natnet_version == NatNetVersion(3, 1)
-

@@ -15,7 +15,6 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from natnet_fixtures import free_udp_port
 
 from parapush.estimation.natnet_client import NatNetClient, NatNetClientSettings
 from parapush.natnet import (
@@ -214,8 +213,8 @@ def test_running_unicast_client_survives_fuzz_from_the_server_address(version_te
     assert after.callback_errors == 0
 
 
-def test_running_multicast_client_survives_fuzz_on_the_group():
-    data_port = free_udp_port()
+def test_running_multicast_client_survives_fuzz_on_the_group(free_udp_port):
+    data_port = free_udp_port
     server_settings = MocapServerSettings(
         command_port=0, rate_hz=200.0, stream_unicast=False, stream_multicast=True, data_port=data_port
     )
@@ -263,4 +262,3 @@ def test_foreign_fuzz_never_reaches_the_decoder():
         intruder.close()
     assert stats.foreign_packets == 1000
     assert stats.malformed_packets == 0
-

@@ -18,7 +18,7 @@ import time
 
 import natnet
 import pytest
-from natnet_fixtures import assert_suffix_matches, free_udp_port
+from natnet_fixtures import assert_suffix_matches
 from natnetsdk.NatNetClient import NatNetClient as SdkClient
 
 from parapush.estimation.natnet_client import NatNetClient, NatNetClientSettings
@@ -193,9 +193,9 @@ def test_pypi_natnet_client_unicast(version_text):
         assert tuple(described[0].quat) == DESCRIPTIONS[0].orientation
 
 
-def test_pypi_natnet_client_multicast():
+def test_pypi_natnet_client_multicast(free_udp_port):
     version = NatNetVersion(4, 1)
-    data_port = free_udp_port()
+    data_port = free_udp_port
     settings = MocapServerSettings(
         command_port=0, rate_hz=RATE_HZ, stream_unicast=False, stream_multicast=True, data_port=data_port
     )
@@ -256,4 +256,3 @@ def test_natnetsdk_unpacks_datagrams_from_our_running_server(version_text):
             ours.transmit_ticks,
             ours.params,
         )
-

@@ -101,10 +101,13 @@ def serial_fine(model: object, states: np.ndarray, controls: np.ndarray, duratio
 
 
 COMMON = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# The exactness property (K = N gives serial fine, iterate k is exact up to slice k): the same
+# 60 scenes on every run (derandomized), a few seconds per coarse model.
+EXACTNESS = settings(COMMON, max_examples=60, derandomize=True)
 
 
 @pytest.mark.parametrize("coarse_name", ["pusher_only", "analytical"])
-@COMMON
+@EXACTNESS
 @given(seed=st.integers(0, 2**32 - 1))
 def test_k_equals_n_is_serial_fine_and_prefixes_are_exact(coarse_name: str, seed: int) -> None:
     rng = np.random.default_rng(seed)

@@ -25,7 +25,6 @@ def test_the_shipped_configuration_loads_with_the_isrr_settings() -> None:
     assert config.optimizer.exploration_variance == 1e-4
     assert config.optimizer.horizon == 4 and config.optimizer.control_duration == 1.0
     assert config.mpc.max_controls == 20
-    assert config.model.name == "parareal" and config.model.iterations == 1
     assert set(config.costs) <= set(TERM_TYPES)
     cost = config.cost_function(tiny_scene())
     assert cost.names == tuple(config.costs)
@@ -48,9 +47,6 @@ def test_unknown_cost_terms_are_named() -> None:
         (("optimizer", "exploration_variance"), "big", "optimizer.exploration_variance: expected a number"),
         (("optimizer", "step"), 1.0, r"optimizer: unknown field\(s\) \['step'\]"),
         (("mpc", "max_controls"), -1, "mpc.max_controls: expected an integer >= 1"),
-        (("model", "name"), "mujoco", "model.name: expected one of"),
-        (("model", "iterations"), -2, "model.iterations: expected an integer >= 0 or null"),
-        (("model", "backend"), "gpu", "model.backend: expected one of"),
         (("costs", "smoothness", "weight"), "heavy", "costs.smoothness.weight: expected a number"),
         (("costs", "off_table", "height"), 1.0, r"costs.off_table: unknown parameter\(s\) \['height'\]"),
     ],
@@ -90,3 +86,10 @@ def test_file_errors_name_the_file(tmp_path) -> None:
     missing.write_text("optimizer: {samples: 10}\n")
     with pytest.raises(PlannerConfigError, match="costs: missing"):
         load_planner_config(missing)
+
+
+def test_a_model_section_points_to_model_yaml() -> None:
+    data = shipped()
+    data["model"] = {"name": "parareal", "iterations": 1}
+    with pytest.raises(PlannerConfigError, match="model: the predictive model is configured in config/model.yaml"):
+        planner_config_from_dict(data)

@@ -1,4 +1,5 @@
-"""Predictive-model adapters: rollouts, NaN handling, Parareal divergence, the factory."""
+"""The propagator rollout adapter: serial in time, batched, NaN rows. (The engine's adapter,
+EnginePrediction, is tested in test_prediction.py.)"""
 
 from __future__ import annotations
 
@@ -6,9 +7,7 @@ import numpy as np
 import pytest
 from test_planning_fixtures import GluedPropagator, initial_state, tiny_scene
 
-from parapush.parareal import PhysicsDivergenceError
-from parapush.planning import PararealPrediction, PredictiveModel, PropagatorRollout, make_predictive_model
-from parapush.scene import load_scene
+from parapush.planning import PredictiveModel, PropagatorRollout
 
 
 class NanAfterTwoSteps(GluedPropagator):
@@ -59,67 +58,3 @@ def test_rollout_argument_validation() -> None:
         model.predict(state[:4], np.zeros((1, 2, 2)), np.ones(2))
     with pytest.raises(TypeError, match="propagator: expected an object with a StateLayout"):
         PropagatorRollout(object())
-
-
-class FakeSolver:
-    """A Parareal stand-in: glued dynamics; raises divergence for sequences with u_y > 0.04."""
-
-    def __init__(self, scene):
-        self.rollout = PropagatorRollout(GluedPropagator(scene.layout))
-        self.batch_sizes: list[int] = []
-
-    def solve(self, initial_states, controls, durations, options, *, schedule):
-        self.batch_sizes.append(len(controls))
-        bad = np.flatnonzero(controls[:, 0, 1] > 0.04)
-        if bad.size:
-            raise PhysicsDivergenceError(
-                model="fine",
-                sequence=int(bad[0]),
-                slice_index=0,
-                iteration=1,
-                start_state=initial_states[bad[0]],
-                control=controls[bad[0], 0],
-                duration=float(durations[0]),
-            )
-
-        class Result:
-            trajectories = self.rollout.predict(initial_states[0], controls, durations)
-
-        return Result()
-
-
-def test_parareal_divergence_of_one_sequence_gives_a_nan_row_only() -> None:
-    scene = tiny_scene()
-    solver = FakeSolver(scene)
-    model = PararealPrediction(solver, scene.layout, options=None)
-    controls = np.full((5, 4, 2), 0.01)
-    controls[1, 0, 1] = 0.05
-    controls[3, 0, 1] = 0.06
-    trajectories = model.predict(initial_state(scene), controls, np.ones(4))
-    assert np.all(np.isnan(trajectories[[1, 3]]))
-    assert np.all(np.isfinite(trajectories[[0, 2, 4]]))
-    assert solver.batch_sizes == [5, 4, 3] and model.diverged_sequences == 2
-
-
-def test_factory_rejects_unknown_models() -> None:
-    with pytest.raises(
-        ValueError, match=r"name: expected one of \('coarse', 'fine', 'parareal'\), got 'mujoco'"
-    ):
-        make_predictive_model("mujoco", tiny_scene())
-
-
-@pytest.mark.parametrize("name", ["coarse", "fine", "parareal"])
-def test_factory_models_predict_the_isrr_scene(name) -> None:
-    scene = load_scene("config/scenes/isrr_obstacle.yaml")
-    state = initial_state(scene)
-    controls = np.tile([0.05, 0.0], (2, 2, 1))
-    controls[1, :, 1] = 0.01
-    with make_predictive_model(name, scene, backend="serial", iterations=1) as model:
-        trajectories = model.predict(state, controls, np.ones(2))
-    assert trajectories.shape == (2, 3, scene.layout.dimension)
-    assert np.all(np.isfinite(trajectories))
-    # the pusher follows its velocity commands (exactly for the kinematic model, within
-    # a few mm for the MuJoCo velocity servo)
-    np.testing.assert_allclose(trajectories[:, -1, :2], state[:2] + controls.sum(axis=1), atol=5e-3)
-    # the slider, 3.4 cm ahead of the pusher, is pushed towards +x
-    assert np.all(trajectories[:, -1, 2] > state[2] + 0.02)

@@ -17,8 +17,8 @@ from parapush.planning import (
     StochasticTrajectoryOptimizer,
     World,
     load_planner_config,
-    make_predictive_model,
 )
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
 from parapush.scene import load_scene
 from parapush.sim.model_world import ModelWorld, ModelWorldDivergedError, scene_initial_state
 
@@ -88,8 +88,9 @@ def test_default_world_is_the_fine_model_bit_for_bit() -> None:
     assert isinstance(world.propagator, FineModel)
     state = world.observe()
     controls = np.array([[0.08, 0.0], [0.05, 0.02]])
-    with make_predictive_model("fine", scene, backend="serial") as model:
-        predicted = model.predict(state, controls[None], np.array([0.5, 0.3]))[0]
+    request = PredictionRequest(state, controls[None], np.array([[0.5, 0.3]]), model="fine")
+    with PredictionEngine(scene, ModelConfig(backend="serial")) as engine:
+        predicted = engine.predict(request).trajectories[0]
     world.execute(controls[0], 0.5)
     world.execute(controls[1], 0.3)
     np.testing.assert_array_equal(world.observe(), predicted[-1])

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from parareal_pushing.msg import ControlSequence, ObjectState, PredictedTrajectory, PusherControl, SceneState
 
+from parapush.reporting.diagnostic_report import DiagnosticReport
 from parapush.scene import Scene, SceneSnapshot, wrap_angle
 
 
@@ -201,9 +203,15 @@ def controls_to_msg(controls: np.ndarray, durations: np.ndarray | float) -> Cont
 
 
 def sequences_from_msgs(
-    sequences: Sequence[ControlSequence], *, max_sequences: int, max_controls: int = 1000, max_speed: float
+    sequences: Sequence[ControlSequence],
+    *,
+    max_sequences: int | None = None,
+    max_controls: int | None = None,
+    max_speed: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Validate control sequences and return (controls (B, N, 2) m/s, durations (B, N) s).
+
+    A limit left None is not checked here (e.g. the prediction engine checks its own).
 
     Raises:
         MessageError: no sequences, too many, unequal lengths, empty sequences,
@@ -211,7 +219,7 @@ def sequences_from_msgs(
     """
     if len(sequences) == 0:
         raise MessageError("sequences: at least one control sequence is needed")
-    if len(sequences) > max_sequences:
+    if max_sequences is not None and len(sequences) > max_sequences:
         raise MessageError(f"sequences: {len(sequences)} sequences, at most {max_sequences} per request")
     lengths = {len(sequence.controls) for sequence in sequences}
     if len(lengths) != 1:
@@ -219,7 +227,7 @@ def sequences_from_msgs(
     length = lengths.pop()
     if length == 0:
         raise MessageError("sequences[*].controls: sequences are empty")
-    if length > max_controls:
+    if max_controls is not None and length > max_controls:
         raise MessageError(f"sequences[*].controls: {length} controls, at most {max_controls}")
     values = np.array(
         [[(c.vx, c.vy, c.duration) for c in sequence.controls] for sequence in sequences], dtype=float
@@ -234,7 +242,7 @@ def sequences_from_msgs(
         b, n = np.argwhere(nonpositive)[0]
         raise MessageError(f"sequences[{b}].controls[{n}].duration: must be > 0, got {values[b, n, 2]!r}")
     speeds = np.hypot(values[..., 0], values[..., 1])
-    too_fast = speeds > max_speed * (1.0 + 1e-9)
+    too_fast = speeds > (math.inf if max_speed is None else max_speed * (1.0 + 1e-9))
     if too_fast.any():
         b, n = np.argwhere(too_fast)[0]
         raise MessageError(
@@ -272,3 +280,14 @@ def trajectory_to_msg(
 def trajectory_from_msg(message: PredictedTrajectory, scene: Scene) -> np.ndarray:
     """States (N + 1, D) of a PredictedTrajectory message."""
     return np.stack([msg_to_snapshot(state, scene).state for state in message.states])
+
+
+def report_to_status(report: DiagnosticReport) -> DiagnosticStatus:
+    """The ``diagnostic_msgs/DiagnosticStatus`` of a core diagnostics report."""
+    return DiagnosticStatus(
+        level=bytes([int(report.level)]),
+        name=report.name,
+        message=report.message,
+        hardware_id=report.hardware_id,
+        values=[KeyValue(key=key, value=value) for key, value in report.values],
+    )

@@ -2,7 +2,8 @@
 
 Given observed pushes of one object (scene states at the control boundaries and the
 controls executed), it searches the object's mass, support friction, pusher friction and
-centre of mass with the same fine model as the prediction service, answers with the
+centre of mass with the same fine model as the prediction service (both built from the
+``model.*`` parameters, config/model.yaml), answers with the
 result and, when asked, publishes it on ``object_parameters`` (transient local), which the
 prediction service applies to its fine model. Every request is answered: malformed ones
 with ``success = false`` and a message naming the field.
@@ -19,16 +20,20 @@ from rclpy.node import Node
 
 from parapush.identification import PARAMETER_NAMES, IdentificationSettings, ObjectIdentifier, ObjectParameters
 from parapush.nodes.conversions import MessageError
-from parapush.nodes.fine_model_parameters import FINE_MODEL_PARAMETERS, fine_settings
 from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_to_msg, push_record_from_msg
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
-from parapush.physics.fine import FineModel
+from parapush.nodes.parameters import (
+    ParameterSpec,
+    declare_parameters,
+    load_scene_parameter,
+    parameter_specs,
+    settings_from_parameters,
+)
+from parapush.prediction import ModelConfig, PredictionEngine
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
-    *FINE_MODEL_PARAMETERS,  # keep them equal to the prediction service's
-    ParameterSpec("workers", 0, "fine-model threads; 0: one per CPU core", minimum=0, maximum=256),
+    *parameter_specs(ModelConfig, "model."),  # config/model.yaml: the fine model and workers of the service
     ParameterSpec("iterations", 12, "default search iterations", minimum=1, maximum=1000),
     ParameterSpec("population", 32, "default hypotheses per iteration", minimum=4, maximum=4096),
     ParameterSpec("elite_fraction", 0.25, "fraction of each population the search keeps", minimum=0.05,
@@ -47,11 +52,8 @@ class IdentificationNode(Node):
         super().__init__("identification", **node_options)
         self.values = declare_parameters(self, PARAMETERS)
         self.scene = load_scene_parameter(self.values["scene_file"])
-        try:
-            settings = fine_settings(self.values)
-        except ValueError as error:
-            raise ParameterError(f"parameter {error}") from None
-        self.fine_model = FineModel(self.scene, settings)
+        self.model_config = settings_from_parameters(ModelConfig, self.values, "model.")
+        self.fine_model = PredictionEngine.build_fine_model(self.scene, self.model_config)
         self.published: dict[str, ObjectParameters] = {}
         self._publisher = self.create_publisher(ObjectParametersMsg, "object_parameters", OBJECT_PARAMETERS_QOS)
         self._service = self.create_service(IdentifyObject, "identify_object", self._handle)
@@ -105,7 +107,7 @@ class IdentificationNode(Node):
         if settings.population < 4:
             raise MessageError(f"population: at least 4 hypotheses per iteration, got {settings.population}")
         name = request.object
-        with ObjectIdentifier(self.fine_model, index, workers=self.values["workers"] or None) as identifier:
+        with ObjectIdentifier(self.fine_model, index, workers=self.model_config.workers) as identifier:
             initial = self.published.get(name, identifier.variants.nominal)
             result = identifier.identify(records, settings=settings, initial=initial)
         stamp = self.get_clock().now().nanoseconds * 1e-9

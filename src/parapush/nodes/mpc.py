@@ -26,10 +26,17 @@ from rclpy.node import Node
 from parapush.graph import config_dir
 from parapush.nodes.conversions import MessageError, controls_to_msg, msg_to_snapshot, state_to_msg, trajectory_to_msg
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
+from parapush.nodes.parameters import (
+    ParameterError,
+    ParameterSpec,
+    declare_parameters,
+    load_scene_parameter,
+    parameter_specs,
+    settings_from_parameters,
+)
 from parapush.nodes.prediction_client import ServicePrediction
+from parapush.parareal import MODELS
 from parapush.planning import (
-    MODEL_NAMES,
     MpcLoop,
     MpcOutcome,
     MpcResult,
@@ -38,15 +45,16 @@ from parapush.planning import (
     StochasticTrajectoryOptimizer,
     load_planner_config,
 )
+from parapush.prediction import EnginePrediction, ModelConfig
 from parapush.scene import GoalRegion, SceneError
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     ParameterSpec("planner_config", "planner.yaml",
-                  "planner YAML (optimizer, MPC, model, costs): a path or a name in config/"),
-    ParameterSpec("prediction_source", "service", "where predictions come from", choices=("service", "local")),
-    ParameterSpec("model", "", "predictive model; empty: the planner config's", choices=("", *MODEL_NAMES)),
-    ParameterSpec("iterations", -1, "Parareal iterations K; -1: the planner config's", minimum=-1, maximum=64),
+                  "planner YAML (optimizer, MPC, costs): a path or a name in config/"),
+    ParameterSpec("prediction_source", "service", "where predictions come from: the prediction service, or an "
+                  "engine in this node built from the model.* parameters", choices=("service", "local")),
+    *parameter_specs(ModelConfig, "model."),  # config/model.yaml, as the prediction service's
     ParameterSpec("state_timeout", 1.0, "s; a scene state older than this is stale", minimum=0.01, maximum=60.0),
     ParameterSpec("settle_time", 0.05, "s to wait after a control before observing", minimum=0.0, maximum=5.0),
     ParameterSpec("service_timeout", 30.0, "s to wait for a prediction", minimum=0.1, maximum=600.0),
@@ -139,26 +147,14 @@ class MpcNode(Node):
         except (PlannerConfigError, OSError) as error:
             raise ParameterError(f"parameter 'planner_config': {error}") from None
         self.values = values
-        overrides = {}
-        if values["model"]:
-            overrides["name"] = values["model"]
-        if values["iterations"] >= 0:
-            overrides["iterations"] = values["iterations"]
-        self.model_settings = dataclasses.replace(self.config.model, **overrides)
+        self.model_config = settings_from_parameters(ModelConfig, values, "model.")
         callbacks = ReentrantCallbackGroup()
+        # Both sources predict with the engine of the same model.* settings (config/model.yaml):
+        # here, or in the prediction service. A request leaves model and K unset unless a goal sets them.
         if values["prediction_source"] == "service":
-            self.model = ServicePrediction(
-                self,
-                self.scene,
-                model=self.model_settings.name,
-                iterations=self.model_settings.iterations,
-                tolerance_position=self.model_settings.tolerance_position,
-                tolerance_angle=self.model_settings.tolerance_angle,
-                deadline=self.model_settings.deadline,
-                timeout=values["service_timeout"],
-            )
+            self.model = ServicePrediction(self, self.scene, timeout=values["service_timeout"])
         else:
-            self.model = self.config.predictive_model(self.scene, **overrides)
+            self.model = EnginePrediction.build(self.scene, self.model_config)
         self._state_lock = threading.Lock()
         self._latest: tuple[float, SceneState | None] = (0.0, None)
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
@@ -177,8 +173,8 @@ class MpcNode(Node):
             callback_group=callbacks,
         )
         self.get_logger().info(
-            f"ready: scene '{self.scene.name}', model {self.model_settings.name} "
-            f"(K={self.model_settings.iterations}) via {values['prediction_source']}"
+            f"ready: scene '{self.scene.name}', model {self.model_config.name} "
+            f"(K={self.model_config.iterations}) via {values['prediction_source']}"
         )
 
     def _on_state(self, message: SceneState) -> None:
@@ -190,8 +186,10 @@ class MpcNode(Node):
             return self._latest
 
     def _on_goal(self, goal: PushObject.Goal) -> GoalResponse:
-        if self._busy.locked():
-            self.get_logger().warning("goal rejected: another push_object goal is running")
+        # Taken here, released when the goal's execution ends: a goal accepted before the first
+        # one started executing would otherwise wait for it instead of being rejected.
+        if self._closing.is_set() or not self._busy.acquire(blocking=False):
+            self.get_logger().warning("goal rejected: another push_object goal is running (or shutting down)")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -207,8 +205,8 @@ class MpcNode(Node):
             raise ValueError(f"goal_radius: must be > 0, got {goal.goal_radius}")
         if not self.scene.table.contains(goal.goal_x, goal.goal_y):
             raise ValueError(f"goal_x, goal_y: ({goal.goal_x}, {goal.goal_y}) is not on the table")
-        if goal.model and goal.model not in MODEL_NAMES:
-            raise ValueError(f"model: expected one of {list(MODEL_NAMES)}, got {goal.model!r}")
+        if goal.model and goal.model not in MODELS:
+            raise ValueError(f"model: expected one of {list(MODELS)}, got {goal.model!r}")
         if goal.iterations < -1:
             raise ValueError(f"iterations: must be >= 0 or -1, got {goal.iterations}")
         try:
@@ -221,23 +219,21 @@ class MpcNode(Node):
         """The predictive model for this goal: the node's, or one with the goal's model/K."""
         if not goal.model and goal.iterations == -1:
             return self.model, False
-        name = goal.model or self.model_settings.name
-        iterations = self.model_settings.iterations if goal.iterations == -1 else goal.iterations
-        if isinstance(self.model, ServicePrediction):
-            return self.model.configured(model=name, iterations=iterations), False
-        return self.config.predictive_model(self.scene, name=name, iterations=iterations), True
+        iterations = None if goal.iterations == -1 else goal.iterations
+        return self.model.configured(model=goal.model or None, iterations=iterations), False
 
     def _execute(self, goal_handle):
-        with self._busy:
-            try:
-                return self._run_goal(goal_handle)
-            except Exception as error:  # noqa: BLE001 - a goal always gets a result with its reason
-                self.get_logger().error(f"goal failed: {type(error).__name__}: {error}\n{traceback.format_exc()}")
-                result = PushObject.Result(outcome=PushObject.Result.OUTCOME_ERROR,
-                                           failure_reason=f"internal error: {type(error).__name__}: {error}")
-                self.control_publisher.publish(ControlSequence())  # stop the pusher
-                goal_handle.abort()
-                return result
+        try:  # _busy was taken when the goal was accepted
+            return self._run_goal(goal_handle)
+        except Exception as error:  # noqa: BLE001 - a goal always gets a result with its reason
+            self.get_logger().error(f"goal failed: {type(error).__name__}: {error}\n{traceback.format_exc()}")
+            result = PushObject.Result(outcome=PushObject.Result.OUTCOME_ERROR,
+                                       failure_reason=f"internal error: {type(error).__name__}: {error}")
+            self.control_publisher.publish(ControlSequence())  # stop the pusher
+            goal_handle.abort()
+            return result
+        finally:
+            self._busy.release()
 
     def _run_goal(self, goal_handle):
         goal = goal_handle.request
@@ -270,12 +266,14 @@ class MpcNode(Node):
             f"goal finished: {mpc_result.outcome.name} after {mpc_result.controls_executed} controls "
             f"({mpc_result.failure_reason or 'in the goal region'})"
         )
-        if mpc_result.outcome == MpcOutcome.CANCELED:
+        if mpc_result.outcome == MpcOutcome.CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif mpc_result.success:
             goal_handle.succeed()
         else:
-            goal_handle.abort()
+            if mpc_result.outcome == MpcOutcome.CANCELED:  # not by the client: the node is closing
+                result.failure_reason = f"the node is shutting down ({result.failure_reason})"
+            goal_handle.abort()  # a goal that was not cancelled cannot end as canceled
         return result
 
     def _abort(self, goal_handle, result, outcome: int, reason: str, started: float):

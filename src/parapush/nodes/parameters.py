@@ -21,7 +21,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 
-from parapush.settings import SettingsError, setting_fields, settings_from_mapping
+from parapush.settings import SettingsError, setting_fields, settings_from_ros_mapping
 
 
 class ParameterError(ValueError):
@@ -40,6 +40,8 @@ class ParameterSpec:
         minimum, maximum: inclusive range for numbers (None: unbounded).
         choices: allowed values for strings (None: any).
         allow_empty: for strings, whether "" is allowed.
+        read_only: False for a parameter the node lets change at run time (it validates and
+            applies the change in its own set-parameters callback); the others are refused.
     """
 
     name: str
@@ -49,12 +51,13 @@ class ParameterSpec:
     maximum: float | None = None
     choices: Sequence[str] | None = None
     allow_empty: bool = True
+    read_only: bool = True
 
     def descriptor(self) -> ParameterDescriptor:
         text = self.description
         if self.choices:
             text += f" (one of: {', '.join(self.choices)})"
-        descriptor = ParameterDescriptor(name=self.name, description=text, read_only=True)
+        descriptor = ParameterDescriptor(name=self.name, description=text, read_only=self.read_only)
         if isinstance(self.default, bool):
             return descriptor
         if isinstance(self.default, int) and (self.minimum is not None or self.maximum is not None):
@@ -150,15 +153,13 @@ def settings_from_parameters(settings_class: type, values: dict[str, Any], prefi
     nested: dict[str, Any] = {}
     for item in setting_fields(settings_class):
         value = values[f"{prefix}{item.path}"]
-        if item.info.none is not None and value == item.info.ros_none:
-            value = None
         section = nested
         *parents, leaf = item.path.split(".")
         for parent in parents:
             section = section.setdefault(parent, {})
         section[leaf] = value
     try:
-        return settings_from_mapping(settings_class, nested)
+        return settings_from_ros_mapping(settings_class, nested)
     except SettingsError as error:
         raise ParameterError(f"parameter '{prefix}{error.path}': {error.problem}") from None
 

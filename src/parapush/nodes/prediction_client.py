@@ -33,10 +33,11 @@ class ServicePrediction:
         node: the node that owns the client (it must be spun by a multi-threaded executor,
             since ``predict`` blocks while the answer arrives on another thread).
         scene: the scene both sides use.
-        model: "parareal", "coarse" or "fine".
-        iterations: Parareal iterations K, or None (the service default).
-        tolerance_position, tolerance_angle, deadline: optional stopping rules (m, rad, s).
-        coarse_model: coarse model name, or None (the service default).
+        model: "parareal", "coarse" or "fine", or None: the service's configured model.
+        iterations: Parareal iterations K, or None: the service's configured K (capped at N).
+        tolerance_position, tolerance_angle, deadline: stopping rules (m, rad, s), or None:
+            the service's (its deadline applies unless this one is shorter).
+        coarse_model: coarse model name, or None (the service's).
         service: service name.
         timeout: s to wait for an answer.
     """
@@ -46,8 +47,8 @@ class ServicePrediction:
         node: Node,
         scene: Scene,
         *,
-        model: str = "parareal",
-        iterations: int | None = 1,
+        model: str | None = None,
+        iterations: int | None = None,
         tolerance_position: float | None = None,
         tolerance_angle: float | None = None,
         deadline: float | None = None,
@@ -70,7 +71,7 @@ class ServicePrediction:
         self.last_response: PredictTrajectory.Response | None = None
         self._closed = threading.Event()
 
-    def configured(self, *, model: str, iterations: int | None) -> ServicePrediction:
+    def configured(self, *, model: str | None, iterations: int | None) -> ServicePrediction:
         """A copy asking for another model or K, sharing this one's client."""
         copy = _copy.copy(self)
         copy.model = model
@@ -87,7 +88,7 @@ class ServicePrediction:
         request = PredictTrajectory.Request()
         request.initial_state = state_to_msg(initial_state, self.scene)
         request.sequences = [controls_to_msg(sequence, durations) for sequence in controls]
-        request.model = self.model
+        request.model = self.model or ""
         request.coarse_model = self.coarse_model or ""
         request.iterations = -1 if self.iterations is None else int(self.iterations)
         request.tolerance_position = self.tolerance_position or 0.0

@@ -9,52 +9,42 @@ from __future__ import annotations
 from parareal_pushing.srv import PredictTrajectory
 
 from parapush.nodes.conversions import (
-    MessageError,
     msg_to_snapshot,
     sequences_from_msgs,
     time_to_seconds,
     trajectory_to_msg,
 )
-from parapush.prediction import PredictionLimits, PredictionOutcome, PredictionRequest
+from parapush.prediction import PredictionOutcome, PredictionRequest
 from parapush.scene import Scene
 
 
-def _nonzero(value: float, name: str) -> float | None:
-    """``value`` where > 0; None for 0 (off). Raises MessageError naming ``name`` otherwise."""
-    if value == 0.0:
-        return None
-    if not value > 0.0 or value == float("inf"):
-        raise MessageError(f"{name}: must be > 0 and finite, or 0 for off; got {value!r}")
-    return float(value)
+def _unset_if(value, unset):
+    """None where ``value`` is the message's "not set" value, else ``value`` unchanged."""
+    return None if value == unset else value
 
 
-def prediction_request_from_msg(
-    request: PredictTrajectory.Request, scene: Scene, limits: PredictionLimits
-) -> PredictionRequest:
-    """The engine's request for a service request.
+def prediction_request_from_msg(request: PredictTrajectory.Request, scene: Scene) -> PredictionRequest:
+    """The engine's request for a service request: types converted, "not set" values
+    (``""``, ``-1``, ``0``) to None; the values are checked by :class:`PredictionRequest` and
+    the engine's limits by the engine.
 
     Raises:
-        MessageError: naming the first malformed field of ``request``.
+        MessageError: naming the first malformed field of ``request`` (one that has no
+            array form: unknown objects, sequences of unequal length, ...).
+        RequestError: from :class:`PredictionRequest`, naming the invalid field.
     """
     snapshot = msg_to_snapshot(request.initial_state, scene)
-    controls, durations = sequences_from_msgs(
-        request.sequences,
-        max_sequences=limits.max_sequences,
-        max_controls=limits.max_controls,
-        max_speed=limits.max_speed,
-    )
-    if request.iterations < -1:
-        raise MessageError(f"iterations: must be >= 0, or -1 for the default, got {request.iterations}")
+    controls, durations = sequences_from_msgs(request.sequences)
     return PredictionRequest(
         initial_state=snapshot.state,
         controls=controls,
         durations=durations,
-        model=request.model or "parareal",
-        coarse_model=request.coarse_model or None,
-        iterations=None if request.iterations == -1 else request.iterations,
-        tolerance_position=_nonzero(request.tolerance_position, "tolerance_position"),
-        tolerance_angle=_nonzero(request.tolerance_angle, "tolerance_angle"),
-        deadline=_nonzero(request.deadline, "deadline"),
+        model=_unset_if(request.model, ""),
+        coarse_model=_unset_if(request.coarse_model, ""),
+        iterations=_unset_if(request.iterations, -1),
+        tolerance_position=_unset_if(request.tolerance_position, 0.0),
+        tolerance_angle=_unset_if(request.tolerance_angle, 0.0),
+        deadline=_unset_if(request.deadline, 0.0),
     )
 
 

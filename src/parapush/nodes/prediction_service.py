@@ -1,9 +1,10 @@
 """Prediction service node: ``PredictTrajectory`` answered by Parareal on a MuJoCo worker pool.
 
-Parameters are declared with ranges and validated at start-up; the worker pool is created
-once. Every request is answered: malformed ones with ``success = false`` and a message
-naming what was wrong. Diagnostics (request count, latency percentiles, iterations, worker
-health) are published on ``/diagnostics``.
+Parameters are declared with ranges and validated at start-up: ``model.*`` (the model
+settings shared with every node that predicts, config/model.yaml) and the request limits;
+the engine and its worker pool are created once. Every request is answered: malformed ones
+with ``success = false`` and a message naming what was wrong. Diagnostics (request count,
+latency percentiles, iterations, worker health) are published on ``/diagnostics``.
 """
 
 from __future__ import annotations
@@ -18,50 +19,30 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from parapush.nodes.conversions import MessageError
-from parapush.nodes.fine_model_parameters import FINE_MODEL_PARAMETERS, fine_settings
 from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_from_msg
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
-from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
-from parapush.prediction import (
-    BACKENDS,
-    COARSE_MODELS,
-    SCHEDULES,
-    PredictionEngine,
-    PredictionError,
-    PredictionLimits,
-    PredictionSettings,
-    RequestError,
+from parapush.nodes.parameters import (
+    ParameterSpec,
+    declare_parameters,
+    load_scene_parameter,
+    parameter_specs,
+    settings_from_parameters,
 )
+from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionError, PredictionLimits, RequestError
 
 SERVICE_QOS = QoSProfile(depth=256, reliability=ReliabilityPolicy.RELIABLE)
 """QoS of the service (and the right one for clients that send bursts of requests)."""
 
+MODEL_PREFIX = "model."
+"""The model settings (config/model.yaml, :class:`ModelConfig`) are the ``model.*`` parameters."""
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
-    ParameterSpec("backend", "threads", "fine-model execution backend", choices=BACKENDS),
-    ParameterSpec("workers", 0, "fine workers (threads or processes); 0: one per CPU core", minimum=0, maximum=256),
-    *FINE_MODEL_PARAMETERS,
-    ParameterSpec("coarse_model", "auto", "default coarse model (auto: learned where it supports the scene)",
-                  choices=COARSE_MODELS),
-    ParameterSpec("learned_weights", "", "learned coarse model weights (.npz); empty: the shipped ones"),
-    ParameterSpec("default_iterations", 1, "Parareal iterations K when a request gives none", minimum=0, maximum=64),
-    ParameterSpec("default_tolerance_position", 0.0, "m; default position tolerance (0: off)",
-                  minimum=0.0, maximum=1.0),
-    ParameterSpec("default_tolerance_angle", 0.0, "rad; default angle tolerance (0: off)", minimum=0.0, maximum=3.2),
-    ParameterSpec("default_deadline", 0.0, "s; default wall-time deadline (0: none)", minimum=0.0, maximum=600.0),
-    ParameterSpec("schedule", "auto", "Parareal vs sample-parallel fine: auto picks by the cost model",
-                  choices=SCHEDULES),
-    ParameterSpec("max_sequences", 64, "most control sequences per request", minimum=1, maximum=4096),
-    ParameterSpec("max_controls", 32, "most controls per sequence", minimum=1, maximum=1024),
-    ParameterSpec("max_speed", 0.5, "largest pusher speed a control may ask for, m/s", minimum=1e-3, maximum=5.0),
+    *parameter_specs(ModelConfig, MODEL_PREFIX),
+    *parameter_specs(PredictionLimits),
     ParameterSpec("diagnostics_period", 1.0, "s between diagnostics messages", minimum=0.05, maximum=60.0),
 )
-
-
-def _optional(value: float) -> float | None:
-    return value if value > 0.0 else None
 
 
 class PredictionServiceNode(Node):
@@ -71,28 +52,9 @@ class PredictionServiceNode(Node):
         super().__init__("prediction_service", **node_options)
         values = declare_parameters(self, PARAMETERS)
         self.scene = load_scene_parameter(values["scene_file"])
-        try:
-            settings = PredictionSettings(
-                backend=values["backend"],
-                workers=values["workers"] or None,
-                fine=fine_settings(values),
-                coarse_model=values["coarse_model"],
-                learned_weights=values["learned_weights"] or None,
-                default_iterations=values["default_iterations"],
-                default_tolerance_position=_optional(values["default_tolerance_position"]),
-                default_tolerance_angle=_optional(values["default_tolerance_angle"]),
-                default_deadline=_optional(values["default_deadline"]),
-                schedule=values["schedule"],
-                limits=PredictionLimits(
-                    max_sequences=values["max_sequences"],
-                    max_controls=values["max_controls"],
-                    max_speed=values["max_speed"],
-                ),
-            )
-        except ValueError as error:
-            raise ParameterError(f"parameter {error}") from None
-        self.limits = settings.limits
-        self.engine = PredictionEngine(self.scene, settings)
+        config = settings_from_parameters(ModelConfig, values, MODEL_PREFIX)
+        self.limits = settings_from_parameters(PredictionLimits, values)
+        self.engine = PredictionEngine(self.scene, config, limits=self.limits)
         # Deep history: with the default depth of 10, a burst of concurrent requests loses answers.
         self._service = self.create_service(
             PredictTrajectory, "predict_trajectory", self._handle, qos_profile=SERVICE_QOS,
@@ -101,14 +63,15 @@ class PredictionServiceNode(Node):
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # Identified object parameters (identification node) replace the scene file's in the fine model.
         self.applied_parameters = 0
-        self._parameters = self.create_subscription(
+        # Not `self._parameters`: that is rclpy's Node parameter table (issue 17).
+        self._object_parameters_subscription = self.create_subscription(
             ObjectParametersMsg, "object_parameters", self._on_object_parameters, OBJECT_PARAMETERS_QOS
         )
         self._timer = self.create_timer(
             values["diagnostics_period"], self._publish_diagnostics, callback_group=MutuallyExclusiveCallbackGroup()
         )
         self.get_logger().info(
-            f"ready: scene '{self.scene.name}' ({len(self.scene.objects)} objects), backend {settings.backend} "
+            f"ready: scene '{self.scene.name}' ({len(self.scene.objects)} objects), backend {config.backend} "
             f"with {self.engine.backend.workers} workers, coarse models {list(self.engine.coarse_models)} "
             f"(default {self.engine.default_coarse})"
             + (f" (unavailable: {self.engine.unavailable_coarse})" if self.engine.unavailable_coarse else "")
@@ -117,7 +80,7 @@ class PredictionServiceNode(Node):
     # -- service --------------------------------------------------------------------------------
     def _handle(self, request: PredictTrajectory.Request, response: PredictTrajectory.Response):
         try:
-            outcome = self.engine.predict(prediction_request_from_msg(request, self.scene, self.limits))
+            outcome = self.engine.predict(prediction_request_from_msg(request, self.scene))
         except (MessageError, RequestError) as error:
             response.success = False
             response.message = f"invalid request: {error}"

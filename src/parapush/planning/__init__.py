@@ -3,7 +3,7 @@
 Typical use (see ``config/planner.yaml``)::
 
     config = load_planner_config("config/planner.yaml")
-    model = config.predictive_model(scene)             # or any PredictiveModel
+    model = EnginePrediction.build(scene, load_model_config("config/model.yaml"))  # parapush.prediction
     loop = MpcLoop(scene, StochasticTrajectoryOptimizer(config.optimizer), model,
                    config.cost_function(scene), config.mpc)
     result = loop.run(world)                            # world: observe / execute / stop
@@ -19,25 +19,16 @@ from parapush.planning.optimizer import (
     StochasticTrajectoryOptimizer,
 )
 from parapush.planning.planner_config import (
-    ModelSettings,
     PlannerConfig,
     PlannerConfigError,
     load_planner_config,
     planner_config_from_dict,
 )
-from parapush.planning.predictive_model import (
-    MODEL_NAMES,
-    PararealPrediction,
-    PredictiveModel,
-    PropagatorRollout,
-    make_predictive_model,
-)
+from parapush.planning.predictive_model import PredictiveModel, PropagatorRollout
 from parapush.planning.termination import MpcOutcome, TaskStatus, TerminationCheck
 
 __all__ = [
-    "MODEL_NAMES",
     "CostFunction",
-    "ModelSettings",
     "MpcLoop",
     "MpcOutcome",
     "MpcResult",
@@ -45,7 +36,6 @@ __all__ = [
     "MpcStep",
     "OptimizationResult",
     "OptimizerSettings",
-    "PararealPrediction",
     "PlannerConfig",
     "PlannerConfigError",
     "AllPredictionsFailedError",
@@ -56,7 +46,6 @@ __all__ = [
     "TerminationCheck",
     "World",
     "load_planner_config",
-    "make_predictive_model",
     "planner_config_from_dict",
     "shift_controls",
     "straight_line_controls",

@@ -11,16 +11,12 @@ numbers: the optimizer gives such a sequence an infinite cost, counts it, and ne
 uses it (see :class:`parapush.planning.optimizer.StochasticTrajectoryOptimizer`).
 Other failures raise.
 
-Adapters, chosen by name with :func:`make_predictive_model`:
-
-- ``"coarse"``: a propagator (the analytical coarse model by default) rolled out
-  serially in time, batched over the sequences: :class:`PropagatorRollout`;
-- ``"fine"``: the fine MuJoCo model behind a parallel backend, rolled out the same way;
-- ``"parareal"``: :class:`PararealPrediction`, Parareal with K iterations and/or
-  tolerances and a deadline.
-
-A remote model (the ROS ``PredictTrajectory`` service, wrapped by the MPC node) only has
-to implement :class:`PredictiveModel`; nothing else is needed by the planner.
+Implementations: :class:`parapush.prediction.EnginePrediction` (the coarse, fine or
+Parareal model of a :class:`~parapush.prediction.PredictionEngine` built from the
+``model:`` config: what the MPC uses locally), the ROS ``PredictTrajectory`` service
+client (:mod:`parapush.nodes.prediction_client`: the same engine in the prediction
+service), and :class:`PropagatorRollout` (any one-step propagator rolled out serially in
+time, e.g. for tests with toy dynamics). Nothing else is needed by the planner.
 """
 
 from __future__ import annotations
@@ -30,9 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from parapush.scene import Scene, StateLayout
-
-MODEL_NAMES = ("coarse", "fine", "parareal")
+from parapush.scene import StateLayout
 
 
 @runtime_checkable
@@ -149,187 +143,15 @@ class PropagatorRollout:
         self.close()
 
 
-class PararealPrediction:
-    """Parareal predictions for the planner's batch of sequences.
-
-    Calls ``solver.solve(initial_states (S, D), controls (S, N, 2), durations (N,), options)``
-    of :class:`parapush.parareal.PararealSolver`. The solver raises
-    :class:`~parapush.parareal.PhysicsDivergenceError` naming the sequence whose physics
-    diverged; that sequence is returned as NaN and the others are solved again without
-    it (so one bad sample does not discard the whole batch).
-
-    Args:
-        solver: a ``PararealSolver`` (or anything with the same ``solve``).
-        layout: the state layout.
-        options: ``PararealOptions`` (iterations K, tolerances, deadline).
-        schedule: passed to ``solve`` (``"parareal"``, ``"sample_parallel"`` or ``"auto"``).
-        owned: resources closed by :meth:`close`.
-    """
-
-    def __init__(
-        self,
-        solver: Any,
-        layout: StateLayout,
-        options: Any,
-        *,
-        schedule: str = "parareal",
-        owned: Sequence[Any] = (),
-    ) -> None:
-        if not callable(getattr(solver, "solve", None)):
-            raise TypeError("solver: expected an object with `solve()` (a PararealSolver)")
-        self.solver = solver
-        self.layout = layout
-        self.options = options
-        self.schedule = schedule
-        self.last_result: Any = None
-        self.diverged_sequences = 0
-        self._owned = tuple(owned)
-
-    def predict(self, initial_state: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
-        from parapush.parareal import PhysicsDivergenceError
-
-        initial_state, controls, durations = check_prediction_arguments(
-            self.layout, initial_state, controls, durations
-        )
-        samples, horizon = controls.shape[:2]
-        trajectories = np.full((samples, horizon + 1, self.layout.dimension), np.nan)
-        rows = np.arange(samples)
-        while rows.size:
-            try:
-                result = self.solver.solve(
-                    np.repeat(initial_state[None], rows.size, axis=0),
-                    controls[rows],
-                    durations,
-                    self.options,
-                    schedule=self.schedule,
-                )
-            except PhysicsDivergenceError as error:
-                if not 0 <= error.sequence < rows.size:
-                    raise
-                self.diverged_sequences += 1
-                rows = np.delete(rows, error.sequence)
-                continue
-            self.last_result = result
-            trajectories[rows] = check_trajectories(
-                result.trajectories, rows.size, horizon, self.layout.dimension, "parareal solver"
-            )
-            break
-        return trajectories
-
-    def close(self) -> None:
-        _close_all(self._owned)
-
-    def __enter__(self) -> PararealPrediction:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-def make_predictive_model(
-    name: str,
-    scene: Scene,
-    *,
-    iterations: int | None = 1,
-    tolerance_position: float | None = None,
-    tolerance_angle: float | None = None,
-    deadline: float | None = None,
-    backend: str = "threads",
-    workers: int | None = None,
-    coarse_model: Any = None,
-    fine_settings: Any = None,
-    project: bool = True,
-    schedule: str = "parareal",
-) -> PropagatorRollout | PararealPrediction:
-    """Build the predictive model called ``name`` for ``scene``.
-
-    Args:
-        name: ``"coarse"``, ``"fine"`` or ``"parareal"``.
-        scene: the scene the models simulate.
-        iterations: Parareal iterations K (``"parareal"`` only); None: stop by tolerance/deadline.
-        tolerance_position: m, Parareal stops when every position update is below it.
-        tolerance_angle: rad, the same for the object yaws.
-        deadline: s of wall time per Parareal prediction.
-        backend: fine backend, ``"serial"``, ``"threads"`` or ``"processes"`` (``"fine"``,
-            ``"parareal"``).
-        workers: fine workers; None: one per CPU core.
-        coarse_model: a coarse propagator to use instead of the analytical model (e.g. the
-            learned model) for ``"coarse"`` and ``"parareal"``.
-        fine_settings: ``FineSettings`` of the MuJoCo model; None: defaults.
-        project: apply the feasibility projection (ISRR Eq 9) inside Parareal.
-        schedule: Parareal schedule (``"parareal"``, ``"sample_parallel"``, ``"auto"``).
-    Returns:
-        a model with ``predict`` and ``close`` (it owns the backend it created; close it,
-        or use it as a context manager).
-    """
-    if name not in MODEL_NAMES:
-        raise ValueError(f"name: expected one of {MODEL_NAMES}, got {name!r}")
-    if not isinstance(scene, Scene):
-        raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
-    if name == "coarse":
-        if coarse_model is None:
-            from parapush.physics.coarse_analytical import AnalyticalCoarseModel
-
-            coarse_model = AnalyticalCoarseModel(scene)
-        return PropagatorRollout(coarse_model)
-
-    from parapush.physics.backends import make_backend
-    from parapush.physics.fine import FineModel
-
-    fine_backend = make_backend(backend, FineModel(scene, fine_settings), workers=workers)
-    try:
-        if name == "fine":
-            return PropagatorRollout(_BackendPropagator(fine_backend, scene.layout), owned=(fine_backend,))
-        from parapush.parareal import PararealOptions, PararealSolver
-
-        if coarse_model is None:
-            from parapush.physics.coarse_analytical import AnalyticalCoarseModel
-
-            # The solver projects every corrected state (Eq 9); resolving overlaps inside the
-            # coarse model as well would only double the coarse cost.
-            coarse_model = AnalyticalCoarseModel(scene, resolve_overlaps=not project)
-        projector = None
-        if project:
-            from parapush.physics.projection import FeasibilityProjector
-
-            projector = FeasibilityProjector(scene)
-        options = PararealOptions(
-            iterations=iterations,
-            tolerance_position=tolerance_position,
-            tolerance_angle=tolerance_angle,
-            deadline=deadline,
-            project=project,
-        )
-        solver = PararealSolver(coarse=coarse_model, fine=fine_backend, projector=projector)
-        return PararealPrediction(solver, scene.layout, options, schedule=schedule, owned=(fine_backend,))
-    except BaseException:
-        fine_backend.close()
-        raise
-
-
-class _BackendPropagator:
-    """Gives a fine backend (which may lack ``layout``) the propagator interface."""
-
-    def __init__(self, backend: Any, layout: StateLayout) -> None:
-        self.backend = backend
-        self.layout = getattr(backend, "layout", None) or layout
-
-    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
-        return self.backend.propagate(states, controls, durations)
-
-
 def is_finite_trajectory(trajectories: np.ndarray) -> np.ndarray:
     """(S,) bool: rows of trajectories (S, N+1, D) that are finite everywhere."""
     return np.all(np.isfinite(trajectories.reshape(trajectories.shape[0], -1)), axis=1)
 
 
 __all__ = [
-    "MODEL_NAMES",
-    "PararealPrediction",
     "PredictiveModel",
     "PropagatorRollout",
     "check_prediction_arguments",
     "check_trajectories",
     "is_finite_trajectory",
-    "make_predictive_model",
 ]

@@ -1,28 +1,31 @@
-"""The prediction service's core: validated requests answered by Parareal on a worker pool."""
+"""The prediction stack: one settings tree (:class:`ModelConfig`, ``config/model.yaml``), one
+factory (:class:`PredictionEngine`), requests validated once (:class:`PredictionRequest`), and
+the planner's adapter (:class:`EnginePrediction`)."""
 
+from parapush.prediction.config import COARSE_MODELS, ModelConfig, load_model_config, model_config_from_mapping
 from parapush.prediction.engine import (
-    BACKENDS,
-    COARSE_MODELS,
-    SCHEDULES,
+    DivergedSequenceError,
     EngineStatistics,
     PredictionEngine,
     PredictionError,
     PredictionOutcome,
-    PredictionSettings,
 )
-from parapush.prediction.request import MODELS, PredictionLimits, PredictionRequest, RequestError
+from parapush.prediction.planner_model import EnginePrediction
+from parapush.prediction.request import PredictionLimits, PredictionRequest, RequestError, check_request_fits
 
 __all__ = [
-    "BACKENDS",
     "COARSE_MODELS",
-    "MODELS",
-    "SCHEDULES",
+    "DivergedSequenceError",
+    "EnginePrediction",
     "EngineStatistics",
+    "ModelConfig",
     "PredictionEngine",
     "PredictionError",
     "PredictionLimits",
     "PredictionOutcome",
     "PredictionRequest",
-    "PredictionSettings",
     "RequestError",
+    "check_request_fits",
+    "load_model_config",
+    "model_config_from_mapping",
 ]

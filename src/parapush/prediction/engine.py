@@ -1,11 +1,13 @@
 """The prediction service's core: a persistent fine-model worker pool, coarse models and Parareal.
 
 :class:`PredictionEngine` owns everything that is expensive to create (the MuJoCo model,
-the backend's workers, the coarse models) and answers :class:`PredictionRequest` objects,
-from any thread: requests are validated first (:class:`RequestError` names the field),
-solved one at a time on the shared pool, and a fine state that turned non-finite is
-reported as :class:`PredictionError`, never returned as a prediction. The ROS node
-(:mod:`parapush.nodes.prediction_service`) only converts messages and calls it.
+the backend's workers, the coarse models), all built from one
+:class:`~parapush.prediction.ModelConfig`, and answers :class:`PredictionRequest` objects
+(validated when constructed) from any thread: each is checked against the scene and the
+limits, solved one at a time on the shared pool, and a fine state that turned non-finite is
+reported as :class:`PredictionError`, never returned as a prediction. The prediction service
+node, the MPC's local predictor (:class:`parapush.prediction.EnginePrediction`), the
+identification node and the benchmarks all build their predictors here.
 """
 
 from __future__ import annotations
@@ -13,93 +15,36 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from parapush.identification import ObjectModelVariants, ObjectParameters
-from parapush.parareal import PararealOptions, PararealResult, PararealSolver, PhysicsDivergenceError
+from parapush.parareal import PararealResult, PararealSolver, PhysicsDivergenceError
 from parapush.physics.backends import make_backend
 from parapush.physics.backends.processes import WorkerError
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fine import FineModel
-from parapush.physics.fine_settings import FineSettings
 from parapush.physics.projection import FeasibilityProjector
-from parapush.prediction.request import PredictionLimits, PredictionRequest, RequestError
+from parapush.prediction.config import ModelConfig
+from parapush.prediction.request import PredictionLimits, PredictionRequest, RequestError, check_request_fits
 from parapush.scene import Scene
-
-BACKENDS = ("serial", "threads", "processes")
-COARSE_MODELS = ("auto", "analytical", "learned")
-"""``auto``: the learned model where it supports the scene (cylinders, no obstacles, up to the
-objects it was trained for), else the analytical one."""
-SCHEDULES = ("auto", "parareal", "sample_parallel")
 
 
 class PredictionError(RuntimeError):
     """A valid request could not be predicted (e.g. the fine physics diverged)."""
 
 
-def _optional_positive(value: float | None, name: str) -> float | None:
-    if value is None:
-        return None
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}: must be finite and > 0 (or None), got {value!r}")
-    return float(value)
-
-
-@dataclass(frozen=True)
-class PredictionSettings:
-    """How the engine is built and what it does by default.
+class DivergedSequenceError(PredictionError):
+    """The physics of one control sequence diverged (a non-finite state).
 
     Attributes:
-        backend: fine execution backend, one of ``BACKENDS``.
-        workers: fine workers (threads or processes); None: one per CPU core.
-        fine: the fine MuJoCo model's settings.
-        coarse_model: default coarse model, one of ``COARSE_MODELS``.
-        learned_weights: path of the learned model's weights; None: the shipped ones.
-        default_iterations: Parareal iterations K when a request gives none.
-        default_tolerance_position: m, or None.
-        default_tolerance_angle: rad, or None.
-        default_deadline: s, or None.
-        schedule: "auto" (cost model picks Parareal or sample-parallel fine), "parareal",
-            or "sample_parallel".
-        limits: what requests may ask for.
-        max_initial_overlap: m; initial states whose bodies overlap by more are refused,
-            smaller overlaps (mocap noise) are projected away (ISRR Eq 9).
-        latency_window: number of recent requests kept for latency percentiles.
+        sequence: index of that sequence in the request.
     """
 
-    backend: str = "threads"
-    workers: int | None = None
-    fine: FineSettings = field(default_factory=FineSettings)
-    coarse_model: str = "analytical"
-    learned_weights: str | None = None
-    default_iterations: int = 1
-    default_tolerance_position: float | None = None
-    default_tolerance_angle: float | None = None
-    default_deadline: float | None = None
-    schedule: str = "auto"
-    limits: PredictionLimits = field(default_factory=PredictionLimits)
-    max_initial_overlap: float = 0.005
-    latency_window: int = 1000
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend: expected one of {list(BACKENDS)}, got {self.backend!r}")
-        if self.workers is not None and (isinstance(self.workers, bool) or self.workers < 1):
-            raise ValueError(f"workers: expected an integer >= 1 or None, got {self.workers!r}")
-        if self.coarse_model not in COARSE_MODELS:
-            raise ValueError(f"coarse_model: expected one of {list(COARSE_MODELS)}, got {self.coarse_model!r}")
-        if isinstance(self.default_iterations, bool) or self.default_iterations < 0:
-            raise ValueError(f"default_iterations: expected an integer >= 0, got {self.default_iterations!r}")
-        for name in ("default_tolerance_position", "default_tolerance_angle", "default_deadline"):
-            object.__setattr__(self, name, _optional_positive(getattr(self, name), name))
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule: expected one of {list(SCHEDULES)}, got {self.schedule!r}")
-        if not np.isfinite(self.max_initial_overlap) or self.max_initial_overlap < 0:
-            raise ValueError(f"max_initial_overlap: expected a finite number >= 0, got {self.max_initial_overlap!r}")
-        if self.latency_window < 1:
-            raise ValueError(f"latency_window: expected >= 1, got {self.latency_window!r}")
+    def __init__(self, sequence: int, message: str) -> None:
+        super().__init__(message)
+        self.sequence = sequence
 
 
 @dataclass(frozen=True)
@@ -158,31 +103,49 @@ class EngineStatistics:
 
 
 class PredictionEngine:
-    """Answers prediction requests for one scene on a persistent pool of MuJoCo workers.
+    """Answers prediction requests for one scene on a persistent pool of MuJoCo workers; the one
+    factory of the prediction stack (fine model, backend, coarse models, projector, solvers, all
+    from a :class:`ModelConfig`).
 
     Use as a context manager (or call :meth:`close`) so the workers are released.
     """
 
-    def __init__(self, scene: Scene, settings: PredictionSettings | None = None) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        config: ModelConfig | None = None,
+        *,
+        limits: PredictionLimits | None = None,
+        latency_window: int = 1000,
+    ) -> None:
+        """Build the fine model, its backend, the coarse models, the projector and one solver
+        per coarse model for ``scene`` from ``config``.
+
+        Args:
+            scene: the scene every request predicts.
+            config: the model settings; None: the defaults.
+            limits: what requests may ask for; None: the defaults.
+            latency_window: number of recent requests kept for latency percentiles.
+        Raises:
+            ValueError: the configured coarse model cannot be used for this scene (naming
+                ``coarse_model``).
+        """
         self.scene = scene
-        self.settings = settings if settings is not None else PredictionSettings()
+        self.config = config if config is not None else ModelConfig()
+        self.limits = limits if limits is not None else PredictionLimits()
+        if latency_window < 1:
+            raise ValueError(f"latency_window: expected >= 1, got {latency_window!r}")
         self.layout = scene.layout
-        self.fine_model = FineModel(scene, self.settings.fine)
+        self.fine_model = self.build_fine_model(scene, self.config)
         self.projector = FeasibilityProjector(scene)
-        # The solvers project every corrected state (ISRR Eq 9), so the coarse model need not
-        # resolve overlaps itself (that would double its cost).
-        self._coarse = {"analytical": AnalyticalCoarseModel(scene, resolve_overlaps=False)}
+        # With the projection on, the solvers project every corrected state (ISRR Eq 9), so the
+        # coarse model need not resolve overlaps itself (that would double its cost).
+        resolve = not self.config.project
+        self._coarse = {"analytical": AnalyticalCoarseModel(scene, resolve_overlaps=resolve)}
         self.unavailable_coarse: dict[str, str] = {}
-        self._load_learned()
-        self.default_coarse = self.settings.coarse_model
-        if self.default_coarse == "auto":
-            self.default_coarse = "learned" if "learned" in self._coarse else "analytical"
-        if self.default_coarse not in self._coarse:
-            raise ValueError(
-                f"coarse_model: {self.default_coarse!r} is unavailable: "
-                f"{self.unavailable_coarse.get(self.default_coarse, 'unknown')}"
-            )
-        self.backend = make_backend(self.settings.backend, self.fine_model, workers=self.settings.workers)
+        self._load_learned(resolve)
+        self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", ValueError)
+        self.backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers)
         self._solvers = {
             name: PararealSolver(coarse=model, fine=self.backend, projector=self.projector)
             for name, model in self._coarse.items()
@@ -192,10 +155,16 @@ class PredictionEngine:
         self._object_variants: dict[int, ObjectModelVariants] = {}
         self._requests = 0
         self._failures = 0
-        self._latencies: deque[float] = deque(maxlen=self.settings.latency_window)
-        self._iterations: deque[int] = deque(maxlen=self.settings.latency_window)
+        self._latencies: deque[float] = deque(maxlen=latency_window)
+        self._iterations: deque[int] = deque(maxlen=latency_window)
 
-    def _load_learned(self) -> None:
+    @staticmethod
+    def build_fine_model(scene: Scene, config: ModelConfig) -> FineModel:
+        """The fine MuJoCo model of ``scene`` as ``config`` sets it up (also what the
+        identification node searches with, so that its results apply here)."""
+        return FineModel(scene, config.fine)
+
+    def _load_learned(self, resolve_overlaps: bool) -> None:
         try:
             from parapush.learning.coarse_learned import LearnedCoarseModel
         except ImportError as error:
@@ -203,10 +172,18 @@ class PredictionEngine:
             return
         try:
             self._coarse["learned"] = LearnedCoarseModel(
-                self.scene, weights_path=self.settings.learned_weights, resolve_overlaps=False
+                self.scene, weights_path=self.config.learned_weights, resolve_overlaps=resolve_overlaps
             )
         except (ValueError, OSError) as error:
             self.unavailable_coarse["learned"] = str(error)
+
+    def _resolve_coarse(self, name: str, field_name: str, error: type[Exception]) -> str:
+        """The coarse model ``name`` stands for (``auto`` resolved), or ``error`` if unavailable."""
+        if name == "auto":
+            return "learned" if "learned" in self._coarse else "analytical"
+        if name not in self._coarse:
+            raise error(f"{field_name}: {name!r} is unavailable here: {self.unavailable_coarse.get(name, 'unknown')}")
+        return name
 
     @property
     def coarse_models(self) -> tuple[str, ...]:
@@ -229,7 +206,7 @@ class PredictionEngine:
         """
         if not isinstance(parameters, ObjectParameters):
             raise TypeError(f"parameters: expected ObjectParameters, got {type(parameters).__name__}")
-        if self.settings.backend == "processes":
+        if self.config.backend == "processes":
             raise PredictionError(
                 "object parameters can only be changed with the 'threads' or 'serial' backend: the 'processes' "
                 "backend's workers each hold their own copy of the fine model"
@@ -253,11 +230,14 @@ class PredictionEngine:
 
     # -- requests ---------------------------------------------------------------------------
     def predict(self, request: PredictionRequest) -> PredictionOutcome:
-        """Answer one request.
+        """Answer one request (its unset fields take this engine's config, see
+        :meth:`PredictionRequest.stopping_rules`).
 
         Raises:
-            RequestError: the request is invalid (the message names the field).
-            PredictionError: the physics diverged or the backend failed.
+            RequestError: the request does not fit this engine's scene or limits, or asks for
+                an unavailable coarse model (the message names the field).
+            DivergedSequenceError: the physics of one sequence diverged (a PredictionError).
+            PredictionError: the backend failed.
         """
         started = time.perf_counter()
         try:
@@ -269,70 +249,42 @@ class PredictionEngine:
         return outcome
 
     def _predict(self, request: PredictionRequest, started: float) -> PredictionOutcome:
-        if request.coarse_model is not None and request.coarse_model in self.unavailable_coarse:
-            raise RequestError(
-                f"coarse_model: {request.coarse_model!r} is unavailable here: "
-                f"{self.unavailable_coarse[request.coarse_model]}"
-            )
-        request.validate(layout=self.layout, limits=self.settings.limits, coarse_models=self.coarse_models)
-        initial = np.asarray(request.initial_state, dtype=float)
+        if not isinstance(request, PredictionRequest):
+            raise TypeError(f"request: expected a PredictionRequest, got {type(request).__name__}")
+        check_request_fits(request, self.layout, self.limits)
+        coarse = self.default_coarse
+        if request.coarse_model is not None:
+            coarse = self._resolve_coarse(request.coarse_model, "coarse_model", RequestError)
+        initial = request.initial_state
         projected = self.projector.project(initial[None])[0]
         moved = float(np.max(np.abs(projected - initial)))
-        if moved > self.settings.max_initial_overlap:
+        if moved > self.config.max_initial_overlap:
             raise RequestError(
                 f"initial_state: bodies overlap; resolving it moves a body by {moved * 1000:.1f} mm, more than "
-                f"the {self.settings.max_initial_overlap * 1000:.1f} mm allowed"
+                f"the {self.config.max_initial_overlap * 1000:.1f} mm allowed"
             )
-        controls = np.asarray(request.controls, dtype=float)
-        durations = np.asarray(request.durations, dtype=float)
-        sequences = controls.shape[0]
-        initial_states = np.repeat(projected[None], sequences, axis=0)
-        solver = self._solvers[request.coarse_model or self.default_coarse]
+        initial_states = np.repeat(projected[None], request.sequences, axis=0)
+        model = request.model_name(self.config)
+        options = request.stopping_rules(self.config)
+        # The coarse model alone has nothing to schedule; otherwise the configured rule.
+        schedule = "parareal" if model == "coarse" else self.config.schedule
+        solver = self._solvers[coarse]
         with self._lock:
             try:
-                if request.model == "fine":
-                    result = solver.predict_fine(initial_states, controls, durations, deadline=request.deadline)
-                else:
-                    result = solver.solve(
-                        initial_states, controls, durations, self._options(request), schedule=self._schedule(request)
+                if model == "fine":
+                    result = solver.predict_fine(
+                        initial_states, request.controls, request.durations, deadline=options.deadline
                     )
+                else:
+                    result = solver.solve(initial_states, request.controls, request.durations, options,
+                                          schedule=schedule)
             except PhysicsDivergenceError as error:
-                raise PredictionError(f"the fine physics diverged: {error}") from None
+                raise DivergedSequenceError(error.sequence, f"the fine physics diverged: {error}") from None
             except WorkerError as error:
                 raise PredictionError(f"a fine worker failed: {error}") from None
-        return self._outcome(request, result, started, moved)
+        return self._outcome(model, result, started, moved)
 
-    def _options(self, request: PredictionRequest) -> PararealOptions:
-        if request.model == "coarse":
-            return PararealOptions(iterations=0)
-        explicit = (
-            request.iterations is not None
-            or request.tolerance_position is not None
-            or request.tolerance_angle is not None
-            or request.deadline is not None
-        )
-        if explicit:
-            return PararealOptions(
-                iterations=request.iterations,
-                tolerance_position=request.tolerance_position,
-                tolerance_angle=request.tolerance_angle,
-                deadline=request.deadline,
-            )
-        settings = self.settings
-        return PararealOptions(
-            iterations=settings.default_iterations,
-            tolerance_position=settings.default_tolerance_position,
-            tolerance_angle=settings.default_tolerance_angle,
-            deadline=settings.default_deadline,
-        )
-
-    def _schedule(self, request: PredictionRequest) -> str:
-        # The coarse model alone has nothing to schedule; otherwise the configured rule.
-        return "parareal" if request.model == "coarse" else self.settings.schedule
-
-    def _outcome(
-        self, request: PredictionRequest, result: PararealResult, started: float, moved: float
-    ) -> PredictionOutcome:
+    def _outcome(self, model: str, result: PararealResult, started: float, moved: float) -> PredictionOutcome:
         trajectories = np.asarray(result.trajectories)
         if not np.all(np.isfinite(trajectories)):
             raise PredictionError("the prediction contains non-finite states")
@@ -343,7 +295,7 @@ class PredictionEngine:
             update_position=np.asarray(result.update_position, dtype=float),
             update_angle=np.asarray(result.update_angle, dtype=float),
             stop_reason=result.stop_reason,
-            model=request.model,
+            model=model,
             schedule=result.schedule,
             time_coarse=float(result.time_coarse),
             time_fine=float(result.time_fine),
@@ -375,7 +327,7 @@ class PredictionEngine:
                 latency_p99=p99,
                 mean_iterations=iterations,
                 workers=int(self.backend.workers),
-                backend=self.settings.backend,
+                backend=self.config.backend,
                 worker_restarts=int(getattr(self.backend, "replaced_workers", 0))  # process backend only,
             )
 

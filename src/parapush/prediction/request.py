@@ -1,15 +1,25 @@
-"""A validated prediction request, independent of how it arrived (ROS service, library call)."""
+"""A prediction request, validated when it is constructed, independent of how it arrived
+(ROS service, the MPC's local predictor, a library call).
+
+:class:`PredictionRequest` checks everything about itself in ``__post_init__`` (shapes,
+finiteness, names, the stopping rules, K's range 0 <= K <= N), raising :class:`RequestError`
+naming the field; this is the only place those are checked on the request path (the ROS
+message conversion only converts types, the engine and the solver trust the typed values).
+What depends on the engine's scene and limits is checked by :func:`check_request_fits`.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from parapush.parareal import PararealOptions
+from parapush.parareal.solver import MODELS
+from parapush.prediction.config import COARSE_MODELS, ModelConfig
 from parapush.scene.state import StateLayout
-
-MODELS = ("parareal", "coarse", "fine")
+from parapush.settings import check_settings, setting
+from parapush.validation import check_choice, check_integer, check_optional_positive
 
 
 class RequestError(ValueError):
@@ -18,112 +28,167 @@ class RequestError(ValueError):
 
 @dataclass(frozen=True)
 class PredictionLimits:
-    """What a prediction service accepts.
+    """What a prediction engine accepts (a sanity bound on requests, not physics).
 
     Attributes:
         max_sequences: most control sequences per request.
         max_controls: most controls per sequence.
         max_speed: m/s, largest pusher speed a control may ask for.
         max_duration: s, longest single control.
-        max_position: m, largest |x| or |y| of any body in the initial state (sanity bound).
+        max_position: m, largest |x| or |y| of any body in the initial state.
         max_body_speed: m/s, largest linear speed of any body in the initial state.
     """
 
-    max_sequences: int = 64
-    max_controls: int = 32
-    max_speed: float = 0.5
-    max_duration: float = 10.0
-    max_position: float = 5.0
-    max_body_speed: float = 5.0
+    max_sequences: int = setting(64, "most control sequences per request", minimum=1, maximum=4096)
+    max_controls: int = setting(32, "most controls per sequence", minimum=1, maximum=1024)
+    max_speed: float = setting(0.5, "largest pusher speed a control may ask for", unit="m/s", minimum=1e-3,
+                               maximum=5.0)
+    max_duration: float = setting(10.0, "longest single control", unit="s", above=0.0, maximum=600.0)
+    max_position: float = setting(5.0, "largest |x| or |y| of a body in the initial state", unit="m", above=0.0,
+                                  maximum=100.0)
+    max_body_speed: float = setting(5.0, "largest body speed in the initial state", unit="m/s", above=0.0,
+                                    maximum=100.0)
 
     def __post_init__(self) -> None:
-        for name in ("max_sequences", "max_controls"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
-        for name in ("max_speed", "max_duration", "max_position", "max_body_speed"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+        check_settings(self)
+
+
+def _checked(name: str, check, *args, **kwargs):
+    try:
+        return check(name, *args, **kwargs)
+    except ValueError as error:
+        raise RequestError(str(error)) from None
 
 
 @dataclass(frozen=True)
 class PredictionRequest:
-    """One prediction request.
+    """One prediction request; constructing it validates it (:class:`RequestError` names the field).
+
+    A field left None takes the engine's :class:`~parapush.prediction.ModelConfig` value; how
+    the stopping rules combine is :meth:`stopping_rules`.
 
     Attributes:
-        initial_state: (D,) state x_0 in the scene's layout.
-        controls: (B, N, 2) pusher velocities, m/s.
-        durations: (B, N) control durations, s.
-        model: "parareal", "coarse" or "fine".
-        coarse_model: name of the coarse model, or None for the service default.
-        iterations: Parareal iterations K, or None for the service default.
-        tolerance_position: m, or None (off).
-        tolerance_angle: rad, or None (off).
-        deadline: s of wall time, or None (none).
+        initial_state: (D,) state x_0 in the scene's layout (checked against the scene by
+            :func:`check_request_fits`).
+        controls: (B, N, 2) pusher velocities, m/s; B, N >= 1.
+        durations: (B, N) control durations, s, > 0.
+        model: ``"parareal"``, ``"coarse"`` or ``"fine"``; None: the configured ``name``.
+        coarse_model: ``"auto"``, ``"analytical"`` or ``"learned"``; None: the configured one.
+        iterations: Parareal K with 0 <= K <= N; None: the configured K (capped at N).
+        tolerance_position: m, > 0; None: the configured one.
+        tolerance_angle: rad, > 0; None: the configured one.
+        deadline: s of wall time, > 0; the configured deadline applies unless this is shorter.
     """
 
     initial_state: np.ndarray
     controls: np.ndarray
     durations: np.ndarray
-    model: str = "parareal"
+    model: str | None = None
     coarse_model: str | None = None
     iterations: int | None = None
     tolerance_position: float | None = None
     tolerance_angle: float | None = None
     deadline: float | None = None
 
-    def validate(self, *, layout: StateLayout, limits: PredictionLimits, coarse_models: tuple[str, ...]) -> None:
-        """Raise :class:`RequestError` naming the first invalid field."""
-        state = np.asarray(self.initial_state)
-        if state.shape != (layout.dimension,):
-            raise RequestError(
-                f"initial_state: expected shape ({layout.dimension},) for {layout.object_count} object(s), "
-                f"got {state.shape}"
-            )
+    def __post_init__(self) -> None:
+        state = np.array(self.initial_state, dtype=float)
+        if state.ndim != 1:
+            raise RequestError(f"initial_state: expected a state vector (D,), got shape {state.shape}")
         if not np.all(np.isfinite(state)):
             bad = np.flatnonzero(~np.isfinite(state)).tolist()
             raise RequestError(f"initial_state: must be finite, non-finite entries at indices {bad}")
-        positions = np.concatenate([state[layout.pusher_position], layout.poses(state)[:, :2].ravel()])
-        if np.any(np.abs(positions) > limits.max_position):
-            raise RequestError(
-                f"initial_state: a body is {np.abs(positions).max():.4g} m from the table centre, "
-                f"beyond the sanity bound {limits.max_position} m"
-            )
-        velocities = np.vstack([state[layout.pusher_velocity][None], layout.twists(state)[:, :2]])
-        if np.any(np.hypot(velocities[:, 0], velocities[:, 1]) > limits.max_body_speed):
-            raise RequestError(f"initial_state: a body moves faster than {limits.max_body_speed} m/s")
-        controls = np.asarray(self.controls)
-        durations = np.asarray(self.durations)
+        controls = np.array(self.controls, dtype=float)
+        durations = np.array(self.durations, dtype=float)
         if controls.ndim != 3 or controls.shape[2] != 2:
             raise RequestError(f"controls: expected shape (B, N, 2), got {controls.shape}")
         sequences, slices = controls.shape[:2]
         if sequences < 1 or slices < 1:
             raise RequestError(f"controls: need at least one sequence of at least one control, got {controls.shape}")
-        if sequences > limits.max_sequences:
-            raise RequestError(f"sequences: {sequences} sequences, at most {limits.max_sequences} per request")
-        if slices > limits.max_controls:
-            raise RequestError(f"controls: {slices} controls per sequence, at most {limits.max_controls}")
         if durations.shape != (sequences, slices):
             raise RequestError(f"durations: expected shape ({sequences}, {slices}), got {durations.shape}")
         if not np.all(np.isfinite(controls)):
             raise RequestError("controls: must be finite")
         if not np.all(np.isfinite(durations)) or np.any(durations <= 0.0):
             raise RequestError("durations: must be finite and > 0")
-        if np.any(durations > limits.max_duration):
-            raise RequestError(f"durations: at most {limits.max_duration} s per control, got {durations.max():.4g} s")
-        speeds = np.hypot(controls[..., 0], controls[..., 1])
-        if np.any(speeds > limits.max_speed * (1 + 1e-9)):
-            raise RequestError(f"controls: speed {speeds.max():.4g} m/s exceeds the limit {limits.max_speed:.4g} m/s")
-        if self.model not in MODELS:
-            raise RequestError(f"model: expected one of {list(MODELS)}, got {self.model!r}")
-        if self.coarse_model is not None and self.coarse_model not in coarse_models:
-            raise RequestError(f"coarse_model: expected one of {list(coarse_models)}, got {self.coarse_model!r}")
-        if self.iterations is not None and (isinstance(self.iterations, bool) or self.iterations < 0):
-            raise RequestError(f"iterations: must be >= 0 (or -1 for the default), got {self.iterations!r}")
-        if self.model == "parareal" and self.iterations is not None and self.iterations > slices:
-            raise RequestError(f"iterations: K = {self.iterations} exceeds the number of controls N = {slices}")
+        for name, array in (("initial_state", state), ("controls", controls), ("durations", durations)):
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+        if self.model is not None:
+            _checked("model", check_choice, self.model, MODELS)
+        if self.coarse_model is not None:
+            _checked("coarse_model", check_choice, self.coarse_model, COARSE_MODELS)
+        if self.iterations is not None:
+            object.__setattr__(self, "iterations", _checked("iterations", check_integer, self.iterations, minimum=0,
+                                                            maximum=slices))
         for name in ("tolerance_position", "tolerance_angle", "deadline"):
-            value = getattr(self, name)
-            if value is not None and (not math.isfinite(value) or value <= 0.0):
-                raise RequestError(f"{name}: must be finite and > 0 (0 means off), got {value!r}")
+            object.__setattr__(self, name, _checked(name, check_optional_positive, getattr(self, name)))
+
+    @property
+    def sequences(self) -> int:
+        """B, the number of control sequences."""
+        return int(self.controls.shape[0])
+
+    @property
+    def slices(self) -> int:
+        """N, the number of controls per sequence."""
+        return int(self.controls.shape[1])
+
+    def model_name(self, config: ModelConfig) -> str:
+        """The model that answers: the request's, else the configured one."""
+        return self.model if self.model is not None else config.name
+
+    def stopping_rules(self, config: ModelConfig) -> PararealOptions:
+        """The Parareal options of this request under ``config``, field by field:
+
+        - ``iterations``: the request's K, else the configured K capped at N (None when the
+          configured K is None); ``model: coarse`` is K = 0;
+        - ``tolerance_position``, ``tolerance_angle``: the request's, else the configured ones;
+        - ``deadline``: the shorter of the request's and the configured one (either may be None);
+        - ``project``: the configured switch.
+        """
+        if self.model_name(config) == "coarse":
+            return PararealOptions(iterations=0, project=config.project)
+        iterations = self.iterations
+        if iterations is None and config.iterations is not None:
+            iterations = min(config.iterations, self.slices)
+        deadlines = [value for value in (self.deadline, config.deadline) if value is not None]
+        return PararealOptions(
+            iterations=iterations,
+            tolerance_position=(
+                self.tolerance_position if self.tolerance_position is not None else config.tolerance_position
+            ),
+            tolerance_angle=self.tolerance_angle if self.tolerance_angle is not None else config.tolerance_angle,
+            deadline=min(deadlines) if deadlines else None,
+            project=config.project,
+        )
+
+
+def check_request_fits(request: PredictionRequest, layout: StateLayout, limits: PredictionLimits) -> None:
+    """Raise :class:`RequestError` naming the field unless ``request`` fits the scene's
+    ``layout`` and ``limits`` (what a valid request may still get wrong for one engine)."""
+    state = request.initial_state
+    if state.shape != (layout.dimension,):
+        raise RequestError(
+            f"initial_state: expected shape ({layout.dimension},) for {layout.object_count} object(s), "
+            f"got {state.shape}"
+        )
+    positions = np.concatenate([state[layout.pusher_position], layout.poses(state)[:, :2].ravel()])
+    if np.any(np.abs(positions) > limits.max_position):
+        raise RequestError(
+            f"initial_state: a body is {np.abs(positions).max():.4g} m from the table centre, "
+            f"beyond the sanity bound {limits.max_position} m"
+        )
+    velocities = np.vstack([state[layout.pusher_velocity][None], layout.twists(state)[:, :2]])
+    if np.any(np.hypot(velocities[:, 0], velocities[:, 1]) > limits.max_body_speed):
+        raise RequestError(f"initial_state: a body moves faster than {limits.max_body_speed} m/s")
+    if request.sequences > limits.max_sequences:
+        raise RequestError(f"sequences: {request.sequences} sequences, at most {limits.max_sequences} per request")
+    if request.slices > limits.max_controls:
+        raise RequestError(f"controls: {request.slices} controls per sequence, at most {limits.max_controls}")
+    if np.any(request.durations > limits.max_duration):
+        raise RequestError(
+            f"durations: at most {limits.max_duration} s per control, got {request.durations.max():.4g} s"
+        )
+    speeds = np.hypot(request.controls[..., 0], request.controls[..., 1])
+    if np.any(speeds > limits.max_speed * (1 + 1e-9)):
+        raise RequestError(f"controls: speed {speeds.max():.4g} m/s exceeds the limit {limits.max_speed:.4g} m/s")

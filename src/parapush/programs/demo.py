@@ -38,6 +38,7 @@ from rclpy.executors import MultiThreadedExecutor
 from parapush.graph import DEFAULT_SCENE, resolve_scene_path
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, trajectory_from_msg
 from parapush.nodes.recorder import McapRecorder
+from parapush.parareal import MODELS
 from parapush.programs.bringup import Bringup, parse_overrides
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
@@ -110,10 +111,11 @@ def run_demo(options: argparse.Namespace) -> int:
     out = Path(options.out or f"runs/{scene.name}-{stamp}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     overrides = parse_overrides(options.param)
-    if options.model:
-        overrides.setdefault("mpc", {})["model"] = options.model
-    if options.iterations is not None:
-        overrides.setdefault("mpc", {})["iterations"] = options.iterations
+    for node in ("prediction_service", "mpc"):  # both predict from config/model.yaml's settings
+        if options.model:
+            overrides.setdefault(node, {})["model.name"] = options.model
+        if options.iterations is not None:
+            overrides.setdefault(node, {})["model.iterations"] = options.iterations
     print(f"[demo] scene '{scene.name}': push '{scene.target}' into the goal at {scene.goal.center} "
           f"(r = {scene.goal.radius} m) among {len(scene.objects) - 1} other object(s); run folder {out}")
     started = time.monotonic()
@@ -206,9 +208,10 @@ def main(args=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scene", default=DEFAULT_SCENE, help="scene YAML path or name in config/scenes/")
     parser.add_argument("--out", default=None, help="run folder (default runs/<scene>-<time>)")
-    parser.add_argument("--model", choices=("coarse", "parareal", "fine"), default=None,
-                        help="predictive model (default: config/planner.yaml)")
-    parser.add_argument("--iterations", type=int, default=None, help="Parareal iterations K")
+    parser.add_argument("--model", choices=MODELS, default=None,
+                        help="predictive model (default: config/model.yaml)")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="Parareal iterations K (default: config/model.yaml)")
     parser.add_argument("--max-controls", type=int, default=0, help="0: the MPC node's default (20)")
     parser.add_argument("--timeout", type=float, default=170.0, help="s for the whole run")
     parser.add_argument("--startup-timeout", type=float, default=60.0, help="s for the stack to come up")

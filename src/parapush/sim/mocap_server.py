@@ -420,6 +420,12 @@ class MocapServer:
         with self._lock:
             self._untrackings.append(_Untracking(body_id, start, start + duration_s, mode))
 
+    def set_drop_probability(self, probability: float) -> None:
+        """Change ``settings.drop_probability`` while streaming: frame datagrams lost from now on."""
+        settings = replace(self._settings, drop_probability=probability)  # validates it
+        with self._lock:
+            self._settings = settings
+
     def corrupt_next_frames(self, count: int = 1, *, kind: CorruptionKind = CorruptionKind.TRUNCATE) -> None:
         """Damage the next ``count`` frames (every destination receives the same damaged bytes)."""
         if count < 1:
@@ -565,8 +571,8 @@ class MocapServer:
             datagram = datagram[: self._rng.randrange(1, len(datagram))]
         elif corruption is CorruptionKind.GARBLE:
             damaged = bytearray(datagram)
-            for _ in range(self._rng.randint(1, 4)):
-                damaged[self._rng.randrange(4, len(damaged))] = self._rng.randrange(256)
+            for _ in range(self._rng.randint(1, 4)):  # XOR with a non-zero byte: every pick changes
+                damaged[self._rng.randrange(4, len(damaged))] ^= self._rng.randrange(1, 256)
             datagram = bytes(damaged)
         self._send_to_destinations(datagram, frame_number=frame.frame_number)
 

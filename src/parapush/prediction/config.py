@@ -1,0 +1,139 @@
+"""The prediction stack's one settings tree (the ``model:`` section of ``config/model.yaml``).
+
+Every predictor of the project (the prediction service, the MPC's local predictor, the
+identification node's fine model, the benchmarks) is built from a :class:`ModelConfig` by
+:class:`parapush.prediction.PredictionEngine`, so the same file gives the same physics
+everywhere. ``config/model.yaml`` is a ROS 2 parameter file with a wildcard node section::
+
+    /**:
+      ros__parameters:
+        model:
+          name: parareal
+          iterations: 1
+          fine: {timestep: 0.001}
+
+Nodes declare ``model.*`` parameters generated from :class:`ModelConfig`
+(``parameter_specs(ModelConfig, "model.")``); programs without ROS read the same file with
+:func:`load_model_config`. In the file (as in any ROS parameter), a value that means None is
+written as the field's stand-in: ``iterations: -1``, ``workers: 0``, ``0.0`` for the
+tolerances and the deadline, ``""`` for ``learned_weights``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from parapush.parareal.schedule import SCHEDULES
+from parapush.parareal.solver import MODELS
+from parapush.physics.backends import BACKEND_NAMES
+from parapush.physics.fine_settings import FineSettings
+from parapush.settings import SettingsError, check_settings, setting, settings_from_ros_mapping
+from parapush.yaml_file import read_yaml
+
+COARSE_MODELS = ("auto", "analytical", "learned")
+"""``auto``: the learned model where it supports the scene (cylinders, no obstacles, up to the
+objects it was trained for), else the analytical one."""
+
+MAX_ITERATIONS = 64
+"""Largest configurable Parareal K (a request's K is bounded by its number of controls N)."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """How every predictor is built and what it does when a request does not say.
+
+    A request's stopping rules combine with these defaults field by field
+    (:meth:`parapush.prediction.PredictionRequest.stopping_rules`): a rule the request leaves
+    unset takes the configured one; ``iterations`` left unset is the configured K capped at
+    the request's N; the configured ``deadline`` always applies, a request may only shorten it.
+
+    Attributes:
+        name: the model a request gets when it names none: ``"parareal"`` (coarse corrected by
+            fine), ``"coarse"`` (Parareal iteration 0) or ``"fine"`` (MuJoCo serially in time).
+        coarse_model: ``"auto"`` (learned where it supports the scene, else analytical),
+            ``"analytical"`` or ``"learned"``.
+        learned_weights: path of the learned model's weights (.npz); None: the shipped ones.
+        iterations: Parareal K >= 0 (capped at each request's N); None: stop by a tolerance or
+            the deadline (then one of them is required).
+        tolerance_position: m; stop when every position update is at most this; None: off.
+        tolerance_angle: rad; the same for object yaws; None: off.
+        deadline: s of wall time per prediction; None: none.
+        schedule: ``"auto"`` (the cost model picks), ``"parareal"`` or ``"sample_parallel"``
+            (exact fine serially in time, sequences in parallel).
+        backend: fine execution backend: ``"serial"``, ``"threads"`` or ``"processes"``.
+        workers: fine workers; None: one per CPU core.
+        project: apply the feasibility projection (ISRR Eq 9) to every corrected state.
+        max_initial_overlap: m; initial states whose bodies overlap by more are refused,
+            smaller overlaps (mocap noise) are projected away.
+        fine: the fine MuJoCo model's settings.
+    """
+
+    name: str = setting("parareal", "predictive model when a request names none", choices=MODELS)
+    coarse_model: str = setting("auto", "coarse model (auto: learned where it supports the scene)",
+                                choices=COARSE_MODELS)
+    learned_weights: str | None = setting(None, "learned coarse model weights (.npz)", kind=str,
+                                          none="the shipped weights", ros_none="")
+    iterations: int | None = setting(1, "Parareal iterations K (capped at a request's N)", kind=int, minimum=0,
+                                     maximum=MAX_ITERATIONS, none="stop by a tolerance or the deadline",
+                                     ros_none=-1)
+    tolerance_position: float | None = setting(None, "stop when every position update is below it", kind=float,
+                                               unit="m", above=0.0, maximum=1.0, none="off", ros_none=0.0)
+    tolerance_angle: float | None = setting(None, "stop when every angle update is below it", kind=float,
+                                            unit="rad", above=0.0, maximum=3.2, none="off", ros_none=0.0)
+    deadline: float | None = setting(None, "wall time per prediction (a request may shorten it)", kind=float,
+                                     unit="s", above=0.0, maximum=600.0, none="none", ros_none=0.0)
+    schedule: str = setting("auto", "Parareal or sample-parallel fine (auto: the cost model picks)",
+                            choices=SCHEDULES)
+    backend: str = setting("threads", "fine-model execution backend", choices=BACKEND_NAMES)
+    workers: int | None = setting(None, "fine workers (threads or processes)", kind=int, minimum=1, maximum=256,
+                                  none="one per CPU core", ros_none=0)
+    project: bool = setting(True, "project corrected states out of overlap (ISRR Eq 9)")
+    max_initial_overlap: float = setting(0.005, "largest body overlap of an initial state that is projected away",
+                                         unit="m", minimum=0.0, maximum=0.1)
+    fine: FineSettings = field(default_factory=FineSettings)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        if not isinstance(self.fine, FineSettings):
+            raise ValueError(f"fine: expected FineSettings, got {self.fine!r}")
+        if self.iterations is None and self.tolerance_position is None and self.tolerance_angle is None \
+                and self.deadline is None:
+            raise ValueError("iterations: Parareal needs iterations, a tolerance or a deadline to stop")
+
+
+def model_config_from_mapping(data: object, where: str = "model") -> ModelConfig:
+    """A :class:`ModelConfig` from the plain data of a ``model:`` section as a ROS parameter
+    file writes it (stand-ins for None, see the module docstring).
+
+    Raises:
+        SettingsError: unknown keys or invalid values, with the dotted path (``model.fine.timestep``).
+    """
+    return settings_from_ros_mapping(ModelConfig, data, where)
+
+
+def load_model_config(path: str | Path) -> ModelConfig:
+    """The ``model`` section of a ROS parameter file such as ``config/model.yaml``: the one of
+    the wildcard section ``/**`` (or of the only node section).
+
+    Raises:
+        SettingsError: naming the file and the field.
+    """
+    path = Path(path)
+    data = read_yaml(path, lambda message: SettingsError("", message), "model config")
+    if not isinstance(data, Mapping):
+        raise SettingsError("", f"{path}: expected a ROS parameter file (a mapping of node sections)")
+    sections = data.get("/**") or (next(iter(data.values())) if len(data) == 1 else None)
+    if not isinstance(sections, Mapping) or not isinstance(sections.get("ros__parameters"), Mapping):
+        raise SettingsError("", f"{path}: expected a '/**: ros__parameters:' section")
+    parameters = sections["ros__parameters"]
+    if "model" not in parameters:
+        raise SettingsError("model", f"{path}: missing")
+    try:
+        return model_config_from_mapping(parameters["model"])
+    except SettingsError as error:
+        raise SettingsError(error.path, f"{error.problem} (in {path})") from None
+
+
+__all__ = ["COARSE_MODELS", "MAX_ITERATIONS", "ModelConfig", "load_model_config", "model_config_from_mapping"]

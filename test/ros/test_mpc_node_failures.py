@@ -1,0 +1,138 @@
+"""The MPC node when things go wrong: the state stream stops, the prediction service is
+absent or hangs, a second goal arrives while one runs, the node shuts down mid-goal.
+
+Every case must end the goal with a result that says why, and leave the pusher stopped
+(an empty ControlSequence on ``controls``). The plant, the files and the node start-up are
+those of ``test_mpc_node``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import rclpy
+import test_mpc_node
+from parareal_pushing.action import PushObject
+from parareal_pushing.srv import PredictTrajectory
+from test_mpc_node import goal, wait
+
+from parapush.nodes.prediction_service import SERVICE_QOS
+
+files = test_mpc_node.files  # the scene and planner files fixture
+
+
+class InterruptiblePlant(test_mpc_node.Plant):
+    """The test plant whose scene_state stream can be cut (a dead estimator)."""
+
+    def __init__(self, context, scene):
+        self.streaming = threading.Event()
+        self.streaming.set()
+        super().__init__(context, scene)
+
+    def publish(self) -> None:
+        if self.streaming.is_set():
+            super().publish()
+
+
+@pytest.fixture
+def start(monkeypatch):
+    monkeypatch.setattr(test_mpc_node, "Plant", InterruptiblePlant)
+    return test_mpc_node.start
+
+
+def assert_stopped(plant) -> None:
+    with plant.lock:
+        assert plant.controls and len(plant.controls[-1].controls) == 0, "the pusher was not stopped"
+
+
+def test_state_stream_lost_mid_goal_aborts_with_the_reason(ros_context, spinning, files, start):
+    node, plant, client = start(ros_context, spinning, files, state_timeout=0.5)
+    try:
+        first_feedback = threading.Event()
+
+        def on_feedback(_message) -> None:
+            plant.streaming.clear()  # the estimator dies while the first control runs
+            first_feedback.set()
+
+        handle = wait(client.send_goal_async(goal(goal_x=0.3), feedback_callback=on_feedback))
+        assert handle.accepted
+        result = wait(handle.get_result_async(), timeout=30).result
+        assert first_feedback.is_set()
+        assert not result.success and result.outcome == PushObject.Result.OUTCOME_ERROR
+        assert "no scene state on 'scene_state' within 0.5 s" in result.failure_reason, result.failure_reason
+        assert result.controls_executed == 1
+        assert_stopped(plant)
+    finally:
+        node.close()
+
+
+def test_absent_prediction_service_aborts_with_the_reason(ros_context, spinning, files, start):
+    node, plant, client = start(ros_context, spinning, files, prediction_source="service", service_timeout=0.5)
+    try:
+        handle = wait(client.send_goal_async(goal()))
+        assert handle.accepted
+        result = wait(handle.get_result_async(), timeout=30).result
+        assert not result.success and result.outcome == PushObject.Result.OUTCOME_ERROR
+        assert "the service is not available within 0.5 s" in result.failure_reason, result.failure_reason
+        assert result.controls_executed == 0
+        with plant.lock:
+            assert all(len(message.controls) == 0 for message in plant.controls), "a control was sent"
+    finally:
+        node.close()
+
+
+def test_hung_prediction_service_times_out_and_aborts(ros_context, spinning, files, start):
+    release = threading.Event()
+    calls = []
+
+    def never_answers(request, response):
+        calls.append(request)
+        release.wait(10)  # a service that accepted the call and hangs
+        return response
+
+    service_node = rclpy.create_node("hung_prediction_service", context=ros_context)
+    service_node.create_service(PredictTrajectory, "predict_trajectory", never_answers, qos_profile=SERVICE_QOS)
+    spinning.add(service_node)
+    node, plant, client = start(ros_context, spinning, files, prediction_source="service", service_timeout=0.5)
+    try:
+        handle = wait(client.send_goal_async(goal()))
+        result = wait(handle.get_result_async(), timeout=30).result
+        assert calls, "the MPC never called the service"
+        assert not result.success and result.outcome == PushObject.Result.OUTCOME_ERROR
+        assert "no answer within 0.5 s" in result.failure_reason, result.failure_reason
+        assert result.controls_executed == 0
+    finally:
+        release.set()
+        node.close()
+
+
+def test_a_second_goal_while_one_runs_is_rejected_and_the_first_goes_on(ros_context, spinning, files, start):
+    node, plant, client = start(ros_context, spinning, files)
+    try:
+        feedback = []
+        first = wait(client.send_goal_async(goal(), feedback_callback=lambda message: feedback.append(message)))
+        assert first.accepted
+        deadline_event = threading.Event()
+        while not feedback and not deadline_event.wait(0.01):
+            pass
+        second = wait(client.send_goal_async(goal(goal_y=0.02)))
+        assert not second.accepted, "a second goal was accepted while the first ran"
+        result = wait(first.get_result_async()).result
+        assert result.success, result.failure_reason  # the first goal was not disturbed
+        assert result.controls_executed == len(feedback)
+    finally:
+        node.close()
+
+
+def test_shutdown_mid_goal_stops_the_pusher_and_ends_the_goal(ros_context, spinning, files, start):
+    node, plant, client = start(ros_context, spinning, files)
+    first_feedback = threading.Event()
+    handle = wait(client.send_goal_async(goal(goal_x=0.3), feedback_callback=lambda _: first_feedback.set()))
+    assert handle.accepted and first_feedback.wait(30)
+    node.close()  # what run_node does on SIGINT, while the executor still spins
+    result = wait(handle.get_result_async(), timeout=30).result
+    assert not result.success
+    assert result.outcome == PushObject.Result.OUTCOME_CANCELED, (result.outcome, result.failure_reason)
+    assert "the node is shutting down" in result.failure_reason, result.failure_reason
+    assert_stopped(plant)

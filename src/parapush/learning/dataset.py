@@ -52,7 +52,8 @@ from parapush.physics.backends import BACKEND_NAMES, make_backend
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.scene import Scene, scene_from_dict
-from parapush.validation import check_choice, check_integer
+from parapush.settings import check_settings, setting
+from parapush.validation import check_integer
 
 DATASET_FORMAT = "parapush.learning.dataset/1"
 
@@ -84,9 +85,8 @@ class DatasetConfig:
         geometry: the bodies; ``geometry.max_sliders`` is S.
         sampling: the push distribution (its slider_count_weights has S entries).
         fine_settings: the fine model's settings (labels come from this model).
-        backend: fine backend name (``"threads"``, ``"processes"``, ``"serial"``).
-        workers: backend workers; None = the machine's CPU count.
-        batch_size: pushes per backend call (and per progress-bar update), >= 1.
+
+    The backend fields are declared with :func:`setting` (meaning and range there).
     """
 
     samples: int
@@ -94,9 +94,9 @@ class DatasetConfig:
     geometry: TrainedGeometry = field(default_factory=default_geometry)
     sampling: PushSamplingConfig = field(default_factory=PushSamplingConfig)
     fine_settings: FineSettings = field(default_factory=FineSettings)
-    backend: str = "threads"
-    workers: int | None = None
-    batch_size: int = 256
+    backend: str = setting("threads", "fine backend name", choices=BACKEND_NAMES)
+    workers: int | None = setting(None, "backend workers", kind=int, minimum=1, none="one per CPU core", ros_none=0)
+    batch_size: int = setting(256, "pushes per backend call (and per progress-bar update)", minimum=1)
 
     def __post_init__(self) -> None:
         check_integer("samples", self.samples, minimum=1)
@@ -106,10 +106,7 @@ class DatasetConfig:
                 f"sampling.slider_count_weights: {self.sampling.max_sliders} weights but geometry.max_sliders is "
                 f"{self.geometry.max_sliders}"
             )
-        check_choice("backend", self.backend, BACKEND_NAMES)
-        if self.workers is not None:
-            check_integer("workers", self.workers, minimum=1)
-        check_integer("batch_size", self.batch_size, minimum=1)
+        check_settings(self)
 
 
 @dataclass(frozen=True)

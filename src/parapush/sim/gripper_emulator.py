@@ -55,6 +55,7 @@ from parapush.robotiq.registers import (
     GripperCommand,
     GripperStatus,
 )
+from parapush.settings import check_settings, setting
 
 _LOGGER = logging.getLogger(__name__)
 TCP_FRAMINGS = ("socket", "rtu")
@@ -69,65 +70,37 @@ class GripperEmulatorError(RuntimeError):
 
 @dataclass(frozen=True)
 class GripperEmulatorSettings:
-    """How the emulated gripper is reached, and how it behaves.
+    """How the emulated gripper is reached, and how it behaves (each field's meaning, unit and
+    range: its :func:`setting`).
 
     Attributes:
         device: behaviour of the gripper (activation time, latency, object width, ...).
-        device_id: Modbus device (slave) id, 1-247.
-        serial: serve Modbus RTU on a socat pty pair.
-        baudrate: serial speed, bit/s (8 data bits, no parity, 1 stop bit).
-        tcp: serve Modbus over TCP.
-        tcp_host: address to listen on (keep loopback in tests).
-        tcp_port: TCP port; 0 picks an ephemeral port.
-        tcp_framing: ``"socket"`` (Modbus TCP) or ``"rtu"`` (RTU frames over TCP).
-        step_period_s: period of the dynamics step, s.
-        startup_timeout_s: limit for socat and the servers to come up, and for stopping, s.
-        socat_executable: the socat program.
     """
 
     device: DeviceModelSettings = field(default_factory=DeviceModelSettings)
-    device_id: int = DEFAULT_DEVICE_ID
-    serial: bool = True
-    baudrate: int = DEFAULT_BAUDRATE
-    tcp: bool = False
-    tcp_host: str = "127.0.0.1"
-    tcp_port: int = 0
-    tcp_framing: str = "socket"
-    step_period_s: float = 0.005
-    startup_timeout_s: float = 5.0
-    socat_executable: str = "socat"
+    device_id: int = setting(DEFAULT_DEVICE_ID, "Modbus device (slave) id", minimum=1, maximum=247)
+    serial: bool = setting(True, "serve Modbus RTU on a socat pty pair")
+    baudrate: int = setting(DEFAULT_BAUDRATE, "serial speed (8 data bits, no parity, 1 stop bit)", unit="bit/s",
+                            minimum=1)
+    tcp: bool = setting(False, "serve Modbus over TCP")
+    tcp_host: str = setting("127.0.0.1", "address to listen on (keep loopback in tests)")
+    tcp_port: int = setting(0, "TCP port; 0 picks an ephemeral port", minimum=0, maximum=65535)
+    tcp_framing: str = setting("socket", "socket: Modbus TCP; rtu: RTU frames over TCP", choices=TCP_FRAMINGS)
+    step_period_s: float = setting(0.005, "period of the dynamics step", unit="s", above=0.0)
+    startup_timeout_s: float = setting(
+        5.0, "limit for socat and the servers to come up, and for stopping", unit="s", above=0.0
+    )
+    socat_executable: str = setting("socat", "the socat program")
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, DeviceModelSettings):
             raise ValueError(f"device: expected a DeviceModelSettings, got {self.device!r}")
-        if (
-            isinstance(self.device_id, bool)
-            or not isinstance(self.device_id, int)
-            or not 1 <= self.device_id <= 247
-        ):
-            raise ValueError(f"device_id: expected an integer in [1, 247], got {self.device_id!r}")
-        if not isinstance(self.serial, bool) or not isinstance(self.tcp, bool):
-            raise ValueError(f"serial, tcp: expected bools, got {self.serial!r}, {self.tcp!r}")
+        check_settings(self)
         if not (self.serial or self.tcp):
             raise ValueError("serial, tcp: at least one transport must be enabled")
-        if isinstance(self.baudrate, bool) or not isinstance(self.baudrate, int) or self.baudrate <= 0:
-            raise ValueError(f"baudrate: expected a positive integer, got {self.baudrate!r}")
-        if not isinstance(self.tcp_host, str) or not self.tcp_host:
-            raise ValueError(f"tcp_host: expected a non-empty string, got {self.tcp_host!r}")
-        if (
-            isinstance(self.tcp_port, bool)
-            or not isinstance(self.tcp_port, int)
-            or not 0 <= self.tcp_port <= 65535
-        ):
-            raise ValueError(f"tcp_port: expected an integer in [0, 65535], got {self.tcp_port!r}")
-        if self.tcp_framing not in TCP_FRAMINGS:
-            raise ValueError(f"tcp_framing: expected one of {TCP_FRAMINGS}, got {self.tcp_framing!r}")
-        for name in ("step_period_s", "startup_timeout_s"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < float("inf"):
-                raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
-        if not isinstance(self.socat_executable, str) or not self.socat_executable:
-            raise ValueError(f"socat_executable: expected a non-empty string, got {self.socat_executable!r}")
+        for name in ("tcp_host", "socat_executable"):
+            if not getattr(self, name):
+                raise ValueError(f"{name}: expected a non-empty string, got {getattr(self, name)!r}")
 
 
 class GripperEmulator:

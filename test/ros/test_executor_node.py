@@ -19,7 +19,9 @@ import time
 
 import numpy as np
 import pytest
+import rclpy
 import yaml
+from parareal_pushing.msg import ControlSequence, PusherControl
 from test_executor_support import (
     PERIOD,
     RATE_HZ,
@@ -33,6 +35,7 @@ from test_executor_support import (
 
 from parapush.execution.frames import RigidTransform
 from parapush.graph import config_dir
+from parapush.nodes.conversions import seconds_to_time
 from parapush.nodes.executor import PARAMETERS, ExecutorNode
 from parapush.nodes.parameters import ParameterError, flatten_parameters
 
@@ -339,6 +342,41 @@ def test_malformed_or_stale_control_sequences_are_refused_and_stop(rig, options,
     values = harness.executor_values()
     assert values[f"refused.{reason}"] == "1"
     assert not node.executor_core.stop_latched
+
+
+def test_controls_from_any_other_node_are_refused_counted_and_ignored(rig, ros_context, spinning):
+    """Only allowed_publisher (here the harness) moves the robot: a node of another name, and
+    one named like this stack's MPC in another namespace, are refused; their stop does not stop it."""
+    node, harness = rig()
+    intruders = [rclpy.create_node("intruder", context=ros_context),
+                 rclpy.create_node("mpc", namespace="/other_stack", context=ros_context)]
+    publishers = [intruder.create_publisher(ControlSequence, "/controls", 10) for intruder in intruders]
+    spinning.add(*intruders)
+    wait_until(lambda: node.count_publishers("/controls") == 3, 5.0, what="the intruders discovered")
+
+    def intrude(*controls):
+        message = ControlSequence()
+        message.header.frame_id = "table"
+        message.header.stamp = seconds_to_time(ros_now(harness.node))
+        message.controls = [PusherControl(vx=vx, vy=vy, duration=duration) for vx, vy, duration in controls]
+        for publisher in publishers:
+            publisher.publish(message)
+        return time.monotonic()
+
+    sent = intrude((0.05, 0.0, 0.5))
+    time.sleep(0.6)
+    assert not any(not t.is_zero for t in harness.received(sent)), "a foreign node moved the pusher"
+    np.testing.assert_allclose(harness.pusher(), [0.0, 0.0], atol=1e-9)
+    values = harness.executor_values()
+    assert values["refused.foreign_publisher"] == "2" and values["controls_accepted"] == "0"
+    # This stack's controls run, and a foreign empty sequence (stop) does not stop them.
+    sent = harness.send((0.05, 0.0, 0.6))
+    wait_until(lambda: plateau(harness.received(sent), 0.05), 5.0, what="full speed")
+    stop_sent = intrude()
+    time.sleep(0.2)
+    assert node.executor_core.stream.queued == 1 and plateau(harness.received(stop_sent), 0.05)
+    values = harness.executor_values()
+    assert values["refused.foreign_publisher"] == "4" and values["stop_requests"] == "0"
 
 
 def test_a_future_stamp_delays_the_start(rig):

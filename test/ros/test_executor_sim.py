@@ -191,6 +191,7 @@ def executor_command(gripper_address: str, tool_width: float) -> list[str]:
         "-p", f"gripper.tool_width:={tool_width}",
         "-p", f"table_to_base:=[0.5, 0.0, 0.0, {TABLE_YAW_IN_BASE}]",
         "-p", "diagnostics_period:=0.25",
+        "-p", "allowed_publisher:=executor_sim_client",  # the Client node publishes the controls
         # On this shared 2-core machine (load ~5-8 from other jobs) the simulated driver's process
         # now and then stalls for 0.1-0.6 s (its world thread catching up starves the NatNet and
         # Modbus threads), which the shipped limits (0.1 s stale state, 0.25 s gripper silence)

@@ -34,6 +34,7 @@ PERIOD = 1.0 / RATE_HZ
 BASE_PARAMETERS = {
     "twist_topic": TWIST_TOPIC,
     "gripper_enabled": False,
+    "allowed_publisher": "executor_test_harness",  # the Harness node publishes the controls
     "rate": RATE_HZ,
     "diagnostics_period": 0.2,
     "log_throttle_period": 0.5,

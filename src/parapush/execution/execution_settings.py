@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from parapush.execution.command_stream import CommandStreamSettings
+from parapush.execution.control_source import check_node_name
 from parapush.execution.frames import RigidTransform
 from parapush.execution.gripper import GripperDriverSettings
 from parapush.execution.gripper_endpoint import SerialEndpoint, TcpEndpoint, parse_endpoint
@@ -169,6 +170,12 @@ class ExecutionSettings:
         "base_link", "frame_id of the commands: the robot base frame (Servo's robot_link_command_frame)"
     )
     table_frame: str = setting("table", "frame of the controls and of scene_state; others are refused")
+    allowed_publisher: str = setting(
+        "mpc",
+        "the only node whose controls are executed: a name relative to this node's namespace ('mpc': this "
+        "stack's MPC) or absolute ('/lab1/mpc'); controls from any other node are refused and counted; "
+        "empty: any node (warned at start-up)",
+    )
     rate: float = setting(100.0, "command rate while moving", unit="Hz", minimum=1.0, maximum=1000.0)
     stop_repeats: int = setting(3, "zero commands sent after the pusher came to rest", minimum=1, maximum=100)
     queue_mode: str = setting("replace", "a new ControlSequence replaces the queue or is appended to it",
@@ -195,6 +202,7 @@ class ExecutionSettings:
         check_settings(self)
         for name in ("twist_topic", "base_frame", "table_frame"):
             check_not_empty(name, getattr(self, name))
+        check_node_name(self.allowed_publisher, "allowed_publisher")
         if not isinstance(self.limits, LimitSettings):
             raise ValueError(f"limits: expected LimitSettings, got {self.limits!r}")
         if not isinstance(self.gripper, GripperSettings):

@@ -180,14 +180,16 @@ class ExecutorControl:
                 self.core.enqueue(controls, start_time_s=start_time_s)
             self.counters.count("controls_accepted", len(controls))
 
-    def refuse(self, refused: ControlsRefused) -> None:
-        """Count a refused sequence, halt (the plan it was to replace is not continued), log."""
+    def refuse(self, refused: ControlsRefused, *, stop: bool = True) -> None:
+        """Count a refused sequence, halt (the plan it was to replace is not continued) unless
+        ``stop`` is False (a message from another node: this stack's plan goes on), log."""
         self.counters.count_refusal(refused.reason)
-        with self.lock:
-            if not self.closed:
-                self.halt(f"ControlSequence refused: {refused.message}")
-        self._log(f"refused:{refused.reason}", "error",
-                  f"ControlSequence refused [{refused.reason}]: {refused.message}; pusher stopped")
+        if stop:
+            with self.lock:
+                if not self.closed:
+                    self.halt(f"ControlSequence refused: {refused.message}")
+        self._log(f"refused:{refused.reason}", "error", f"ControlSequence refused [{refused.reason}]: "
+                  f"{refused.message}; " + ("pusher stopped" if stop else "ignored"))
 
     def update_state(self, position_m: tuple[float, float], *, stamp_s: float, valid: bool) -> None:
         """A pusher estimate measured at ``stamp_s`` (``time.monotonic()``)."""

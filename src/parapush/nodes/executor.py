@@ -13,6 +13,11 @@ Topics, services
     ``header.frame_id`` must be ``table_frame`` (or empty). A refused sequence (malformed,
     stale, too long, wrong frame, while a stop is latched) is logged with its reason and
     counted, and the pusher is stopped: the plan it was meant to replace is not continued.
+    Only ``allowed_publisher`` (default ``mpc``: this stack's MPC, in this node's namespace) may
+    move the robot: each message's publisher GID is mapped to its node through the ROS graph
+    (refreshed whenever a publisher is matched, :mod:`parapush.execution.control_source`); a
+    message from any other node, an empty one included, is refused, counted
+    (``refused.foreign_publisher``) and otherwise ignored: this stack's plan goes on.
 ``scene_state`` (parareal_pushing/SceneState, subscribed)
     The pusher position, ``valid`` flag and measurement time feed the workspace check and the
     stale-state watchdog. The ROS stamp is converted to this node's monotonic clock with the
@@ -77,12 +82,14 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TwistStamped
 from parareal_pushing.msg import ControlSequence, SceneState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import InvalidNamespaceException, InvalidTopicNameException
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from parapush.execution.commands import TwistCommand
 from parapush.execution.control_intake import ControlsRefused, check_controls, measurement_time
+from parapush.execution.control_source import ControlPublishers, full_node_name, resolve_node_name
 from parapush.execution.execution_settings import DEFAULT_TABLE_TO_BASE, TABLE_TO_BASE_DESCRIPTION, ExecutionSettings
 from parapush.execution.executor_control import ExecutorControl
 from parapush.execution.executor_diagnostics import gripper_report
@@ -123,6 +130,7 @@ class ExecutorNode(Node):
         self.settings = settings = settings_from_parameters(ExecutionSettings, values)
         self.control = ExecutorControl(settings.executor_settings(table_to_base), self._publish,
                                        ThrottledLog(self.get_logger(), settings.log_throttle_period))
+        self.sources = ControlPublishers(resolve_node_name(settings.allowed_publisher, self.get_namespace()))
         self.gripper: GripperMonitor | None = None
         if settings.gripper_enabled:
             try:
@@ -152,7 +160,11 @@ class ExecutorNode(Node):
             f"{limits.stall_margin} m inside, {limits.max_speed} m/s, {limits.max_acceleration} m/s^2, stale after "
             f"{limits.stale_state_timeout} s; gripper: "
             + (self.gripper.snapshot().endpoint + " (tool held)" if self.gripper is not None else "disabled")
+            + f"; controls from {self.sources.allowed or 'any node'}"
         )
+        if not self.sources.allowed:
+            self.get_logger().warning("allowed_publisher is empty: controls from ANY node on this ROS domain move "
+                                      "this robot; set it to this stack's MPC")
 
     @property
     def executor_core(self) -> VelocityExecutor:
@@ -166,8 +178,9 @@ class ExecutorNode(Node):
         except (InvalidTopicNameException, InvalidNamespaceException) as error:
             raise ParameterError(f"parameter 'twist_topic': {error}") from None
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(ControlSequence, "controls", self._on_controls, 10,
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self._controls = self.create_subscription(
+            ControlSequence, "controls", self._on_controls, 10, callback_group=MutuallyExclusiveCallbackGroup(),
+            event_callbacks=SubscriptionEventCallbacks(matched=lambda _: self._refresh_publishers()))
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup())
         services = MutuallyExclusiveCallbackGroup()
@@ -217,8 +230,22 @@ class ExecutorNode(Node):
         self.control.watchdog()
 
     # -- inputs --------------------------------------------------------------------------------
-    def _on_controls(self, message: ControlSequence) -> None:
+    def _refresh_publishers(self) -> None:
+        """Map the publishers of ``controls`` to their nodes (graph API); warn about foreign ones."""
+        topic = self._controls.topic_name
+        for name in self.sources.update((bytes(info.endpoint_gid), full_node_name(info.node_namespace, info.node_name))
+                                        for info in self.get_publishers_info_by_topic(topic)):
+            self.get_logger().warning(f"{name} publishes on {topic}: its controls will be refused "
+                                      f"(allowed_publisher: {self.sources.allowed})")
+
+    def _on_controls(self, message: ControlSequence, info: dict) -> None:
         self.control.counters.count("control_messages")
+        gid = info.get("publisher_gid")
+        try:
+            self.sources.check(bytes(gid["data"]) if gid else None, self._refresh_publishers)
+        except ControlsRefused as refused:
+            self.control.refuse(refused, stop=False)
+            return
         if not message.controls:
             if self.control.stop_requested():
                 self.get_logger().info("empty ControlSequence: stopped")

@@ -17,6 +17,7 @@ from parapush.execution.control_source import check_node_name
 from parapush.execution.frames import RigidTransform
 from parapush.execution.gripper import GripperDriverSettings
 from parapush.execution.gripper_endpoint import SerialEndpoint, TcpEndpoint, parse_endpoint
+from parapush.execution.pusher_following import FollowingSettings
 from parapush.execution.safety import SafetyLimits
 from parapush.execution.velocity_executor import ExecutorSettings
 from parapush.reporting.diagnostic_report import diagnostics_period_setting
@@ -190,6 +191,7 @@ class ExecutionSettings:
     max_start_delay: float = setting(1.0, "a ControlSequence stamped further in the future is refused", unit="s",
                                      minimum=0.0, maximum=60.0)
     limits: LimitSettings = field(default_factory=LimitSettings)
+    following: FollowingSettings = field(default_factory=FollowingSettings)
     watchdog_period: float = setting(0.02, "time between command-silence checks", unit="s",
                                      minimum=0.001, maximum=1.0)
     diagnostics_period: float = diagnostics_period_setting()
@@ -205,6 +207,8 @@ class ExecutionSettings:
         check_node_name(self.allowed_publisher, "allowed_publisher")
         if not isinstance(self.limits, LimitSettings):
             raise ValueError(f"limits: expected LimitSettings, got {self.limits!r}")
+        if not isinstance(self.following, FollowingSettings):
+            raise ValueError(f"following: expected FollowingSettings, got {self.following!r}")
         if not isinstance(self.gripper, GripperSettings):
             raise ValueError(f"gripper: expected GripperSettings, got {self.gripper!r}")
         period = 1.0 / self.rate
@@ -222,6 +226,7 @@ class ExecutionSettings:
 
 __all__ = [
     "DEFAULT_TABLE_TO_BASE",
+    "FollowingSettings",
     "QUEUE_MODES",
     "TABLE_TO_BASE_DESCRIPTION",
     "ExecutionSettings",

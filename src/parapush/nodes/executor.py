@@ -129,7 +129,8 @@ class ExecutorNode(Node):
             raise ParameterError(f"parameter 'table_to_base': {error}") from None
         self.settings = settings = settings_from_parameters(ExecutionSettings, values)
         self.control = ExecutorControl(settings.executor_settings(table_to_base), self._publish,
-                                       ThrottledLog(self.get_logger(), settings.log_throttle_period))
+                                       ThrottledLog(self.get_logger(), settings.log_throttle_period),
+                                       following=settings.following)
         self.sources = ControlPublishers(resolve_node_name(settings.allowed_publisher, self.get_namespace()))
         self.gripper: GripperMonitor | None = None
         if settings.gripper_enabled:
@@ -275,7 +276,9 @@ class ExecutorNode(Node):
             pusher = message.pusher
             measured = measurement_time(stamp_s=stamp, ros_now_s=self.get_clock().now().nanoseconds * 1e-9,
                                         monotonic_now_s=time.monotonic(), valid=pusher.valid, age_s=pusher.age)
-            self.control.update_state((pusher.x, pusher.y), stamp_s=measured, valid=bool(pusher.valid))
+            problem = self.control.update_state((pusher.x, pusher.y), stamp_s=measured, valid=bool(pusher.valid))
+            if problem is not None:
+                self._latch(problem, source="motion_check")
             return
         self.control.reject_state(key, text)
 

@@ -36,6 +36,10 @@ Topics, services
 ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, every ``diagnostics_period``)
     Commands sent, controls received/refused/aborted, limits applied by reason, the latched
     stop and its reason, the pusher estimate's age, the gripper's status and problem.
+``executor_status`` (diagnostic_msgs/DiagnosticStatus, transient local, depth 1)
+    The velocity-commands status of ``/diagnostics`` (``stop_latched``, ``latch_reason``, counters),
+    published at start-up and whenever a stop is latched or cleared: what a planner watches to
+    end its goal with the executor's reason (e.g. ``motion_check: pusher does not follow ...``).
 ``~/stop``, ``~/reset`` (std_srvs/Trigger)
     ``stop`` latches zero velocity (queue dropped, controls refused) until ``reset``.
     ``reset`` is refused while the gripper reports a problem.
@@ -47,6 +51,10 @@ Watchdogs
   motion stops within one command period of the timeout. The control that was running is
   aborted (dropped, not latched): the planner observes the stop and re-plans once the
   state is back.
+* The pusher does not follow: the commanded displacement (published commands) against the
+  estimated one over a sliding window (:mod:`parapush.execution.pusher_following`, ``following.*``);
+  a pusher moving less than ``following.min_fraction`` of it (dropped pusher, arm fault, blocked
+  pusher) **latches a stop** naming both displacements.
 * Controls stop arriving: a control is executed only for its duration, never extrapolated;
   when the queue runs out the stream stops (deceleration ramp, then zero). An independent
   timer (``watchdog_period``, its own callback group) sends zero if this node's own command
@@ -78,13 +86,14 @@ from __future__ import annotations
 import threading
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import TwistStamped
 from parareal_pushing.msg import ControlSequence, SceneState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import InvalidNamespaceException, InvalidTopicNameException
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 
 from parapush.execution.commands import TwistCommand
@@ -179,6 +188,9 @@ class ExecutorNode(Node):
         except (InvalidTopicNameException, InvalidNamespaceException) as error:
             raise ParameterError(f"parameter 'twist_topic': {error}") from None
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._status = self.create_publisher(DiagnosticStatus, "executor_status",
+                                             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._publish_status()
         self._controls = self.create_subscription(
             ControlSequence, "controls", self._on_controls, 10, callback_group=MutuallyExclusiveCallbackGroup(),
             event_callbacks=SubscriptionEventCallbacks(matched=lambda _: self._refresh_publishers()))
@@ -213,6 +225,11 @@ class ExecutorNode(Node):
     def _latch(self, message: str, *, source: str) -> None:
         if self.control.latch(message, source=source):
             self.get_logger().error(f"stop latched by {source}: {message}; zero velocity until ~/reset")
+            self._publish_status()
+
+    def _publish_status(self) -> None:
+        """The velocity-commands status on ``executor_status`` (latched: the last one reaches late joiners)."""
+        self._status.publish(report_to_status(self.control.report(self.get_name(), self.settings.base_frame)))
 
     def _publish(self, command: TwistCommand) -> None:
         """Publish one command (the control's lock held)."""
@@ -298,6 +315,7 @@ class ExecutorNode(Node):
             self.get_logger().error(response.message)
         elif response.message.startswith("stop cleared"):
             self.get_logger().warning(response.message)
+            self._publish_status()
         return response
 
     # -- diagnostics ---------------------------------------------------------------------------

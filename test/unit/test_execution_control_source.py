@@ -6,6 +6,7 @@ import pytest
 
 from parapush.execution.control_intake import ControlsRefused
 from parapush.execution.control_source import (
+    UNKNOWN_NODE_NAME,
     ControlPublishers,
     check_node_name,
     full_node_name,
@@ -15,7 +16,7 @@ from parapush.execution.execution_settings import ExecutionSettings
 from parapush.settings import SettingsError, settings_from_mapping
 
 MPC, OTHER_MPC, INTRUDER = b"\x01" * 16, b"\x02" * 16, b"\x03" * 16
-GRAPH = [(MPC, "/lab1/mpc"), (OTHER_MPC, "/lab2/mpc"), (INTRUDER, "/lab1/intruder")]
+GRAPH = [(MPC, "/lab1", "mpc"), (OTHER_MPC, "/lab2", "mpc"), (INTRUDER, "/lab1", "intruder")]
 
 
 def test_node_names_resolve_against_the_executor_namespace():
@@ -68,6 +69,15 @@ def test_an_unknown_gid_refreshes_the_graph_once_then_is_refused():
     assert len(refreshes) == 2
     with pytest.raises(ControlsRefused, match="no publisher GID"):
         publishers.check(None, refresh=refresh)
+
+
+def test_a_publisher_whose_node_the_graph_does_not_know_yet_is_asked_about_again():
+    """Endpoints are discovered before their node's name: the MPC's first entry may be unknown."""
+    publishers = ControlPublishers("/lab1/mpc")
+    graphs = [[(MPC, "_NODE_NAMESPACE_UNKNOWN_", UNKNOWN_NODE_NAME)], GRAPH]
+    assert publishers.update(graphs.pop(0)) == []
+    assert publishers.name_of(MPC) is None
+    assert publishers.check(MPC, refresh=lambda: publishers.update(graphs.pop(0))) == "/lab1/mpc"
 
 
 def test_a_publisher_that_left_the_graph_is_forgotten():

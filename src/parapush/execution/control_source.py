@@ -22,6 +22,9 @@ from collections.abc import Callable, Iterable
 from parapush.execution.control_intake import ControlsRefused
 
 _NAME_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: The name the ROS graph gives an endpoint whose node it has not learnt yet (rmw_dds_common:
+#: endpoints are discovered before their participant's list of nodes arrives).
+UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"
 
 
 def check_node_name(name: str, field: str) -> str:
@@ -66,10 +69,12 @@ class ControlPublishers:
         self._lock = threading.Lock()
         self._names: dict[bytes, str] = {}
 
-    def update(self, publishers: Iterable[tuple[bytes, str]]) -> list[str]:
-        """Replace the map with the graph's (GID, fully qualified node name) of each publisher;
-        returns the names of foreign publishers not known before (to warn about once)."""
-        names = {bytes(gid): name for gid, name in publishers}
+    def update(self, publishers: Iterable[tuple[bytes, str, str]]) -> list[str]:
+        """Replace the map with the graph's (GID, node namespace, node name) of each publisher;
+        returns the names of foreign publishers not known before (to warn about once). A
+        publisher whose node the graph does not know yet is left out: its next message asks again."""
+        names = {bytes(gid): full_node_name(namespace, name) for gid, namespace, name in publishers
+                 if name != UNKNOWN_NODE_NAME}
         with self._lock:
             new = set(names) - set(self._names)
             self._names = names
@@ -108,4 +113,4 @@ class ControlPublishers:
         return name
 
 
-__all__ = ["ControlPublishers", "check_node_name", "full_node_name", "resolve_node_name"]
+__all__ = ["UNKNOWN_NODE_NAME", "ControlPublishers", "check_node_name", "full_node_name", "resolve_node_name"]

@@ -98,7 +98,7 @@ from std_srvs.srv import Trigger
 
 from parapush.execution.commands import TwistCommand
 from parapush.execution.control_intake import ControlsRefused, check_controls, measurement_time
-from parapush.execution.control_source import ControlPublishers, full_node_name, resolve_node_name
+from parapush.execution.control_source import ControlPublishers, resolve_node_name
 from parapush.execution.execution_settings import DEFAULT_TABLE_TO_BASE, TABLE_TO_BASE_DESCRIPTION, ExecutionSettings
 from parapush.execution.executor_control import ExecutorControl
 from parapush.execution.executor_diagnostics import gripper_report
@@ -251,7 +251,7 @@ class ExecutorNode(Node):
     def _refresh_publishers(self) -> None:
         """Map the publishers of ``controls`` to their nodes (graph API); warn about foreign ones."""
         topic = self._controls.topic_name
-        for name in self.sources.update((bytes(info.endpoint_gid), full_node_name(info.node_namespace, info.node_name))
+        for name in self.sources.update((bytes(info.endpoint_gid), info.node_namespace, info.node_name)
                                         for info in self.get_publishers_info_by_topic(topic)):
             self.get_logger().warning(f"{name} publishes on {topic}: its controls will be refused "
                                       f"(allowed_publisher: {self.sources.allowed})")

@@ -158,6 +158,62 @@ def test_serial_and_tcp_serve_the_same_gripper(start_emulator):
         tcp.close()
 
 
+def test_only_the_client_that_activated_the_gripper_can_change_it(start_emulator):
+    """A second client (another stack's executor) cannot open, close, reset or re-activate a
+    gripper that the first one activated; it can read it. Once the owner has closed its
+    connection, the next client to activate it owns it."""
+    emulator = start_emulator(serial=False, tcp=True)
+    owner, second = tcp_client(emulator), tcp_client(emulator)
+    try:
+        assert not emulator.owned
+        activate(owner)
+        owner.write_registers(1000, [0x0900, 230, 0xFF00], device_id=DEVICE)  # close on the object
+        held = wait_status(owner, lambda status: status.object_status is ObjectStatus.CONTACT_CLOSING)
+        assert emulator.owned
+        for registers in ([0x0900, 0, 0xFF00], [0x0900, 255, 0xFF00], [0, 0, 0], [0x0100]):  # open, close, reset
+            response = second.write_registers(1000, registers, device_id=DEVICE)
+            assert response.isError() and response.exception_code == 0x06, response  # SLAVE DEVICE BUSY
+        response = second.readwrite_registers(read_address=2000, read_count=3, write_address=1000,
+                                              values=[0x0900, 0, 0xFF00], device_id=DEVICE)  # FC23
+        assert response.isError() and response.exception_code == 0x06, response
+        assert emulator.requests_refused == 5
+        time.sleep(0.1)
+        status = read_status(second)  # reads are open to everyone
+        assert status.object_status is ObjectStatus.CONTACT_CLOSING and status.position == held.position
+        assert emulator.command().position == 230
+        # The owner still drives it.
+        owner.write_registers(1000, [0x0900, 0, 0xFF00], device_id=DEVICE)
+        assert wait_status(second, lambda status: status.object_status is ObjectStatus.AT_POSITION).position == 0
+        # The owner disconnects: the gripper is free; the second client activates it and owns it.
+        owner.close()
+        deadline = time.monotonic() + 2.0
+        while emulator.owned:
+            assert time.monotonic() < deadline, "the owner's closed connection still owns the gripper"
+            time.sleep(0.01)
+        activate(second)
+        second.write_registers(1000, [0x0900, 120, 0xFF00], device_id=DEVICE)
+        assert wait_status(second, lambda status: status.position == 120).is_active
+        assert emulator.requests_refused == 5
+    finally:
+        owner.close()
+        second.close()
+
+
+def test_deactivating_gives_the_gripper_up(start_emulator):
+    emulator = start_emulator(serial=False, tcp=True)
+    first, second = tcp_client(emulator), tcp_client(emulator)
+    try:
+        activate(first)
+        first.write_registers(1000, [0], device_id=DEVICE)  # rACT = 0: reset, no longer owned
+        assert not emulator.owned
+        activate(second)
+        response = first.write_registers(1000, [0x0900, 0, 0xFF00], device_id=DEVICE)
+        assert response.isError() and response.exception_code == 0x06
+    finally:
+        first.close()
+        second.close()
+
+
 def test_other_device_ids_get_no_answer(start_emulator):
     emulator = start_emulator(serial=False, tcp=True)
     with closing(tcp_client(emulator)) as client:

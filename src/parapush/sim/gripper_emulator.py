@@ -24,24 +24,39 @@ the request itself (the datastore applies it only after the access callback retu
 Requests for another device id are ignored (no answer), like on an RS485 bus; so are all
 requests while :meth:`GripperEmulator.set_responding` is False (the device stopped answering:
 writes are not applied either).
+
+Owner (one client drives it): the client that activates the gripper (writes rACT=1 while no
+client owns it) owns it until it deactivates it (rACT=0) or closes its connection; a write to
+the command registers from any other client is refused with Modbus exception 0x06 (SLAVE DEVICE
+BUSY) and not applied, so a second stack that connects to this gripper cannot open or close the
+fingers (nor reset or re-activate it); reads stay open to everyone
+(:attr:`GripperEmulator.requests_refused` counts the refusals). A client is one TCP connection;
+the serial line is one client, whoever opens the pty (a serial bus cannot tell its masters
+apart). This is a policy of the emulated driver, not of the device: a real 2F-85 obeys every
+Modbus master that reaches it, so on the robot it is the one executor holding the serial port
+(or the tool-communication bridge's connection) that keeps others out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import shutil
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pymodbus import FramerType
+from pymodbus.constants import ExcCodes
 from pymodbus.pdu import ModbusPDU
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
+from pymodbus.server.requesthandler import ServerRequestHandler
 from pymodbus.simulator import DataType, SimData, SimDevice
 
 from parapush.robotiq.device_model import DeviceModelSettings, GripperDeviceModel
@@ -62,6 +77,45 @@ TCP_FRAMINGS = ("socket", "rtu")
 _FRAMER_OF_TCP_FRAMING = {"socket": FramerType.SOCKET, "rtu": FramerType.RTU}
 _SERVER_LINK = "gripper-server"
 _CLIENT_LINK = "gripper-client"
+#: The connection whose request is being handled (set per request task on the loop thread).
+_REQUESTING_CLIENT: contextvars.ContextVar[object | None] = contextvars.ContextVar("gripper_client", default=None)
+
+
+class _ClientConnection(ServerRequestHandler):
+    """One client's connection; its requests run with :data:`_REQUESTING_CLIENT` set to it, and
+    closing it gives up the gripper if it owned it."""
+
+    on_closed: Callable[[object], None] = staticmethod(lambda client: None)
+
+    async def handle_request(self) -> None:
+        token = _REQUESTING_CLIENT.set(self)
+        try:
+            await super().handle_request()
+        finally:
+            _REQUESTING_CLIENT.reset(token)
+
+    def callback_disconnected(self, exc: Exception | None) -> None:
+        super().callback_disconnected(exc)
+        self.on_closed(self)
+
+
+class _ClientTracking:
+    """Server mixin: every connection is a :class:`_ClientConnection` reporting its closing."""
+
+    on_client_closed: Callable[[object], None]
+
+    def callback_new_connection(self) -> _ClientConnection:
+        connection = _ClientConnection(self, self.trace_packet, self.trace_pdu, self.trace_connect)
+        connection.on_closed = self.on_client_closed
+        return connection
+
+
+class _TcpServer(_ClientTracking, ModbusTcpServer):
+    pass
+
+
+class _SerialServer(_ClientTracking, ModbusSerialServer):
+    pass
 
 
 class GripperEmulatorError(RuntimeError):
@@ -117,6 +171,8 @@ class GripperEmulator:
         self._responding = True
         self._requests_answered = 0
         self._requests_ignored = 0
+        self._requests_refused = 0
+        self._owner: object | None = None  # the connection that activated the gripper
         self._temporary_directory: Path | None = None
         self._socat: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
@@ -243,6 +299,18 @@ class GripperEmulator:
         with self._lock:
             return self._requests_ignored
 
+    @property
+    def requests_refused(self) -> int:
+        """Writes refused because another client owns the gripper (see the module docstring)."""
+        with self._lock:
+            return self._requests_refused
+
+    @property
+    def owned(self) -> bool:
+        """Whether a client owns the gripper (it activated it and is still connected)."""
+        with self._lock:
+            return self._owner is not None
+
     def inject_fault(self, code: int) -> None:
         """Report gFLT = ``code`` (see :class:`GripperDeviceModel`); e.g. 0x08, 0x0A, 0x0E."""
         with self._lock:
@@ -342,7 +410,7 @@ class GripperEmulator:
         stepper: asyncio.Task[None] | None = None
         try:
             if server_link is not None:
-                serial_server = ModbusSerialServer(
+                serial_server = _SerialServer(
                     self._make_device(),
                     framer=FramerType.RTU,
                     port=server_link,
@@ -352,15 +420,17 @@ class GripperEmulator:
                     stopbits=1,
                     trace_pdu=self._trace_pdu,
                 )
+                serial_server.on_client_closed = self._client_closed
                 servers.append(serial_server)
                 await serial_server.serve_forever(background=True)
             if self._settings.tcp:
-                tcp_server = ModbusTcpServer(
+                tcp_server = _TcpServer(
                     self._make_device(),
                     framer=_FRAMER_OF_TCP_FRAMING[self._settings.tcp_framing],
                     address=(self._settings.tcp_host, self._settings.tcp_port),
                     trace_pdu=self._trace_pdu,
                 )
+                tcp_server.on_client_closed = self._client_closed
                 servers.append(tcp_server)
                 await tcp_server.serve_forever(background=True)
                 host, port = tcp_server.transport.sockets[0].getsockname()[:2]  # type: ignore[union-attr]
@@ -390,6 +460,11 @@ class GripperEmulator:
             self._requests_answered += 1
         return pdu
 
+    def _client_closed(self, client: object) -> None:
+        with self._lock:
+            if self._owner is client:
+                self._owner = None
+
     async def _on_register_access(
         self,
         function_code: int,
@@ -398,18 +473,24 @@ class GripperEmulator:
         count: int,
         registers: list[int],
         set_values: list[int] | list[bool] | None,
-    ) -> None:
-        """pymodbus calls this before every access to the block; it runs on the loop thread."""
+    ) -> ExcCodes | None:
+        """pymodbus calls this before every access to the block; it runs on the loop thread.
+        A write from a client that does not own the gripper is refused (SLAVE DEVICE BUSY)."""
         with self._lock:
             now = time.monotonic()
             self._model.advance(now)
             if set_values is not None:
+                client = _REQUESTING_CLIENT.get()
+                if self._owner is not None and client is not self._owner:
+                    self._requests_refused += 1
+                    return ExcCodes.DEVICE_BUSY
                 for index, value in enumerate(set_values):
                     register = address - COMMAND_ADDRESS + index
                     if 0 <= register < REGISTER_BLOCK_LENGTH:
                         self._command_image[register] = int(value)
                 command = GripperCommand.from_registers(self._command_image[:USED_REGISTER_COUNT])
                 self._model.write_command(command, now_s=now)
+                self._owner = client if command.activate else None
             command_offset = COMMAND_ADDRESS - start_address
             registers[command_offset : command_offset + REGISTER_BLOCK_LENGTH] = self._command_image
             status_offset = STATUS_ADDRESS - start_address

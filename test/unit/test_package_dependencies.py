@@ -30,6 +30,9 @@ DEPENDENCIES = {
     "geometry_msgs": ("geometry_msgs", None),
     "diagnostic_msgs": ("diagnostic_msgs", None),
     "tf2_ros": ("tf2_ros", None),
+    "std_msgs": ("std_msgs", None),
+    "visualization_msgs": ("visualization_msgs", None),
+    "nav_msgs": ("nav_msgs", None),
     "launch": ("launch", None),
     "launch_ros": ("launch_ros", None),
 }

@@ -22,6 +22,7 @@ DEPENDENCIES = {
     "pymodbus": ("python3-pymodbus", "pymodbus"),
     "mcap": ("mcap-ros2-support", "mcap"),
     "matplotlib": ("python3-matplotlib", "matplotlib"),
+    "PIL": ("python3-pil", "pillow"),
     "rclpy": ("rclpy", None),
     "rcl_interfaces": ("rcl_interfaces", None),
     "ament_index_python": ("ament_index_python", None),

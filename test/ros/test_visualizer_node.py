@@ -74,15 +74,17 @@ def state_at(scene, step: int) -> np.ndarray:
     return scene.layout.compose(np.array([-0.1 + 0.01 * step, 0.0]), poses, pusher_velocity=np.array([0.03, 0.04]))
 
 
-def start(context, spinning, scene_path):
+def start(context, spinning, scene_path, publish_period: float = 0.0):
     node = VisualizerNode(context=context, parameter_overrides=[
-        Parameter("scene_file", value=str(scene_path)), Parameter("publish_period", value=0.0),
+        Parameter("scene_file", value=str(scene_path)), Parameter("publish_period", value=publish_period),
         Parameter("path_spacing", value=0.005)])
     probe = Probe(context)
     spinning.add(node, probe.node)
     deadline = time.monotonic() + 10.0
-    while probe.states.get_subscription_count() == 0 or probe.plans.get_subscription_count() == 0:
-        assert time.monotonic() < deadline, "the visualizer did not subscribe"
+    publishers = [probe.states, probe.plans, node.scene_publisher, node.plan_publisher, node.target_path_publisher,
+                  node.pusher_path_publisher, node.distance_publisher, node.speed_publisher, node.replan_publisher]
+    while any(publisher.get_subscription_count() == 0 for publisher in publishers):
+        assert time.monotonic() < deadline, "the visualizer and the probe did not match"
         time.sleep(0.02)
     return node, probe
 
@@ -137,3 +139,15 @@ def test_plan_markers_and_replan_time(ros_context, spinning, scene_path):
     probe.plans.publish(trajectory_to_msg(trajectory, scene, start_stamp=51.3, durations=[0.5, 0.5, 0.5]))
     assert probe.wait_for("visualization/replan_time", 1)[0].data == pytest.approx(0.8)
     assert len(probe.wait_for("visualization/plan", 2)) == 2
+
+
+def test_scene_markers_are_throttled_by_the_state_stamps(ros_context, spinning, scene_path):
+    scene = load_scene(scene_path)
+    node, probe = start(ros_context, spinning, scene_path, publish_period=0.25)
+    for stamp in (100.0, 100.1, 100.2, 100.3, 100.4, 50.0):  # the last: a restarted estimator's clock
+        probe.states.publish(state_to_msg(state_at(scene, 0), scene, stamp=stamp))
+        time.sleep(0.05)
+    arrays = probe.wait_for("visualization/scene", 3)
+    time.sleep(0.3)
+    stamps = [array.markers[0].header.stamp.sec + 1e-9 * array.markers[0].header.stamp.nanosec for array in arrays]
+    assert stamps == pytest.approx([100.0, 100.3, 50.0])

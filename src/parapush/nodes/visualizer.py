@@ -12,7 +12,8 @@ publishes, in the table frame (``frame_id``):
   ``visualization/replan_time`` (s, :func:`parapush.reporting.run_signals.replan_time`),
   ``std_msgs/Float64``, for plots.
 
-Scene markers, paths and the two state signals go out at most once per ``publish_period``.
+Scene markers, paths and the two state signals go out at most once per ``publish_period`` of
+the states' stamps (at once when a stamp goes back, e.g. a restarted estimator).
 The goal region and the target are the scene file's. The markers are built by the ROS-free
 :mod:`parapush.reporting.scene_markers`; this node only converts them.
 """
@@ -130,7 +131,7 @@ class VisualizerNode(Node):
                 self.target_path.add(snapshot.stamp, target_x, target_y, target_yaw)
             if snapshot.pusher_valid:
                 self.pusher_path.add(snapshot.stamp, *snapshot.state[layout.pusher_position])
-            if self._last_published is not None and snapshot.stamp - self._last_published < self.publish_period:
+            if self._last_published is not None and 0.0 <= snapshot.stamp - self._last_published < self.publish_period:
                 return
             self._last_published = snapshot.stamp
             target_path = path_to_msg(self.target_path, self.frame_id)

@@ -107,6 +107,14 @@ def check_not_empty(name: str, value: Any) -> str:
     return value
 
 
+def check_instance(name: str, value: Any, expected: type, description: str | None = None) -> Any:
+    """``value`` if it is an instance of ``expected``; raises :class:`TypeError` (not ValueError)
+    naming ``description`` (default: ``expected``'s name) otherwise."""
+    if not isinstance(value, expected):
+        raise TypeError(f"{name}: expected {description or expected.__name__}, got {type(value).__name__}")
+    return value
+
+
 def check_finite_array(name: str, value: Any, shape: tuple[int | None, ...] | None = None) -> np.ndarray:
     """``value`` as a float array of ``shape`` (None entries: any size) with finite entries."""
     array = np.asarray(value, dtype=float)
@@ -124,6 +132,7 @@ def check_finite_array(name: str, value: Any, shape: tuple[int | None, ...] | No
 __all__ = [
     "check_choice",
     "check_finite_array",
+    "check_instance",
     "check_integer",
     "check_non_negative",
     "check_not_empty",

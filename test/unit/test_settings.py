@@ -12,6 +12,7 @@ from parapush.settings import SettingsError, check_settings, setting, setting_fi
 from parapush.validation import (
     check_choice,
     check_finite_array,
+    check_instance,
     check_integer,
     check_optional_positive,
     check_positive,
@@ -55,6 +56,12 @@ def test_checks_name_the_value_and_convert():
         check_choice("m", "c", ("a", "b"))
     with pytest.raises(ValueError, match=r"^a: expected shape \(any, 2\), got \(3,\)"):
         check_finite_array("a", np.zeros(3), (None, 2))
+    inner = InnerSettings()
+    assert check_instance("inner", inner, InnerSettings) is inner
+    with pytest.raises(TypeError, match=r"^inner: expected InnerSettings, got OuterSettings"):
+        check_instance("inner", OuterSettings(), InnerSettings)
+    with pytest.raises(TypeError, match=r"^inner: expected the inner settings, got int"):
+        check_instance("inner", 1, InnerSettings, "the inner settings")
 
 
 def test_settings_validate_in_post_init_naming_the_field():

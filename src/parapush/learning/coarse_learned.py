@@ -52,6 +52,7 @@ from parapush.physics.fine_settings import FineSettings
 from parapush.physics.projection import FeasibilityProjector
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene, StateLayout
+from parapush.validation import check_instance
 
 SHIPPED_WEIGHTS = "learned_coarse_model.npz"
 """File name of the shipped weights in the ``parapush/data`` package directory."""
@@ -140,8 +141,7 @@ class LearnedCoarseModel:
         resolve_overlaps: bool = True,
         fine_settings: FineSettings | None = None,
     ) -> None:
-        if not isinstance(scene, Scene):
-            raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
+        check_instance("scene", scene, Scene, "a parapush.scene.Scene")
         fine_settings = FineSettings() if fine_settings is None else fine_settings
         path = shipped_weights_path() if weights_path is None else Path(weights_path)
         if not path.is_file():

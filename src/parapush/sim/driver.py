@@ -91,6 +91,7 @@ from parapush.sim.mocap_server import (
 )
 from parapush.sim.noise import MocapNoise
 from parapush.sim.world import BodyPose, SimWorld, WorldStatus
+from parapush.validation import check_instance
 
 __all__ = ["DriverEndpoints", "DriverStatus", "SimDriver"]
 
@@ -158,11 +159,8 @@ class SimDriver:
     """
 
     def __init__(self, scene: Scene, settings: DriverSettings | None = None) -> None:
-        if not isinstance(scene, Scene):
-            raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
-        settings = DriverSettings() if settings is None else settings
-        if not isinstance(settings, DriverSettings):
-            raise TypeError(f"settings: expected DriverSettings, got {type(settings).__name__}")
+        check_instance("scene", scene, Scene, "a parapush.scene.Scene")
+        settings = check_instance("settings", DriverSettings() if settings is None else settings, DriverSettings)
         self.scene = scene
         self.settings = settings
         self.body_map, self.body_map_source = resolve_body_map(

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from parapush.scene import Scene
-from parapush.validation import check_positive
+from parapush.validation import check_instance, check_positive
 
 __all__ = ["ModelWorld", "ModelWorldDivergedError", "scene_initial_state"]
 
@@ -36,8 +36,7 @@ class ModelWorldDivergedError(RuntimeError):
 
 def scene_initial_state(scene: Scene) -> np.ndarray:
     """(D,) the scene's initial state: the pusher and objects where the scene puts them, at rest."""
-    if not isinstance(scene, Scene):
-        raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
+    check_instance("scene", scene, Scene, "a parapush.scene.Scene")
     return scene.layout.compose(np.array(scene.pusher.position), np.array([spec.pose for spec in scene.objects]))
 
 
@@ -69,8 +68,7 @@ class ModelWorld:
         initial_state: np.ndarray | None = None,
         fine_settings: Any = None,
     ) -> None:
-        if not isinstance(scene, Scene):
-            raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
+        check_instance("scene", scene, Scene, "a parapush.scene.Scene")
         if propagator is None:
             from parapush.physics.fine import FineModel
 

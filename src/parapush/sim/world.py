@@ -54,7 +54,7 @@ from parapush.scene import ObjectSpec, Scene, SceneSnapshot, StateLayout
 from parapush.settings import check_settings, setting, settings_from_mapping
 from parapush.sim.arm import ArmSettings, CommandOutcome, SimArm
 from parapush.sim.noise import ObjectContactSample, PushNoise, PushNoiseSettings
-from parapush.validation import check_non_negative
+from parapush.validation import check_instance, check_non_negative
 
 __all__ = ["BodyPose", "SimWorld", "WorldDivergedError", "WorldSettings", "WorldStatus"]
 
@@ -213,11 +213,8 @@ class SimWorld:
     """
 
     def __init__(self, scene: Scene, settings: WorldSettings | None = None) -> None:
-        if not isinstance(scene, Scene):
-            raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
-        settings = WorldSettings() if settings is None else settings
-        if not isinstance(settings, WorldSettings):
-            raise TypeError(f"settings: expected WorldSettings, got {type(settings).__name__}")
+        check_instance("scene", scene, Scene, "a parapush.scene.Scene")
+        settings = check_instance("settings", WorldSettings() if settings is None else settings, WorldSettings)
         self.scene = scene
         self.settings = settings
         self.layout: StateLayout = scene.layout

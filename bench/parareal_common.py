@@ -9,7 +9,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,21 @@ def make_fine_backend(name: str, fine_model: Any, workers: int) -> Any:
         return make_backend(name, fine_model, workers=workers)
     except NotImplementedError:
         sys.exit(f"--backend {name}: this fine backend is not implemented yet (try --backend serial)")
+
+
+@contextmanager
+def solver_from_arguments(args: argparse.Namespace, scene: Scene) -> Iterator[Any]:
+    """The :class:`PararealSolver` for ``scene`` that :func:`common_arguments` describe: the fine
+    model (default settings) on ``--backend`` x ``--workers``, ``--coarse`` and the projection unless
+    ``--no-projection``. The fine backend is closed on exit."""
+    from parapush.parareal import PararealSolver
+    from parapush.physics.fine import FineModel
+
+    fine_model = FineModel(scene)
+    coarse = load_coarse(args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings)
+    projector = load_projector(scene, not args.no_projection)
+    with make_fine_backend(args.backend, fine_model, args.workers) as backend:
+        yield PararealSolver(coarse=coarse, fine=backend, projector=projector)
 
 
 def common_arguments(description: str) -> argparse.ArgumentParser:

@@ -20,8 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import parareal_common as common
-from parapush.parareal import PararealOptions, PararealSolver
-from parapush.physics.fine import FineModel
+from parapush.parareal import PararealOptions
 from parapush.scene import wrap_angle
 
 SPEED = 0.025  # m/s
@@ -56,13 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         pose = layout.object_pose(0)
         twist = layout.object_twist(0)
         columns = np.r_[np.arange(pose.start, pose.stop), np.arange(twist.start, twist.stop)]
-        fine_model = FineModel(scene)
-        coarse = common.load_coarse(
-            args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
-        )
-        projector = common.load_projector(scene, not args.no_projection)
-        with common.make_fine_backend(args.backend, fine_model, args.workers) as backend:
-            solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
+        with common.solver_from_arguments(args, scene) as solver:
             for where, offset in (("centre", 0.0), ("side", SIDE_FRACTION * common.slider_half_width(scene))):
                 start = common.push_start_states(scene, np.array([offset]))
                 result = solver.solve(

@@ -21,8 +21,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import parareal_common as common
-from parapush.parareal import PararealOptions, PararealSolver
-from parapush.physics.fine import FineModel
+from parapush.parareal import PararealOptions
 from parapush.scene import Scene, wrap_angle
 
 ANGLES_DEG = (0.0, 15.0, -15.0)
@@ -78,13 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     layout = scene.layout
     initial, controls, durations, angle_of_row = table1_pushes(scene, states_count, args.seed)
 
-    fine_model = FineModel(scene)
-    coarse = common.load_coarse(
-        args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
-    )
-    projector = common.load_projector(scene, not args.no_projection)
-    with common.make_fine_backend(args.backend, fine_model, args.workers) as backend:
-        solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
+    with common.solver_from_arguments(args, scene) as solver:
         started = time.perf_counter()
         parareal = solver.solve(
             initial, controls, durations, PararealOptions(iterations=SLICES, keep_iterates=True)
@@ -142,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"ISRR Table 1 protocol: {states_count} initial states x {len(ANGLES_DEG)} pushes "
         f"({len(initial)} trajectories), {args.shape} slider, coarse = {args.coarse}, "
-        f"projection = {projector is not None}, backend = {args.backend} x {backend.workers}"
+        f"projection = {not args.no_projection}, backend = {args.backend} x {solver.workers}"
     )
     print(
         f"pushes: {SPEED * 1000:.0f} mm/s at {ANGLES_DEG} deg, {SLICES} x {DURATION} s; "
@@ -197,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
                 "duration_s": DURATION,
                 "shape": args.shape,
                 "coarse": args.coarse,
-                "projection": projector is not None,
+                "projection": not args.no_projection,
                 "backend": args.backend,
-                "workers": backend.workers,
+                "workers": solver.workers,
                 "seed": args.seed,
                 "quick": args.quick,
             },

@@ -129,13 +129,17 @@ class Client:
                     self.status = {pair.key: pair.value for pair in status.values}
                     self.status["level"] = str(status.level[0] if isinstance(status.level, bytes) else status.level)
 
+    def _fresh(self, attribute: str, timeout: float, what: str) -> dict[str, str]:
+        """The next diagnostics values stored in ``attribute`` (published every 0.25 s)."""
+        with self.lock:
+            setattr(self, attribute, {})
+        wait_until(lambda: getattr(self, attribute), timeout, what=what)
+        with self.lock:
+            return dict(getattr(self, attribute))
+
     def fresh_status(self, timeout: float = 2.0) -> dict[str, str]:
-        """The executor's next diagnostics values (published every 0.25 s)."""
-        with self.lock:
-            self.status = {}
-        wait_until(lambda: self.status, timeout, what="executor diagnostics")
-        with self.lock:
-            return dict(self.status)
+        """The executor's next diagnostics values."""
+        return self._fresh("status", timeout, "executor diagnostics")
 
     def true_position(self) -> np.ndarray:
         """The world's pusher position from a /sim/true_state received from now on."""
@@ -145,12 +149,8 @@ class Client:
             return self.true_pusher.copy()
 
     def fresh_sim_values(self, timeout: float = 2.0) -> dict[str, str]:
-        """The simulated driver's next diagnostics values (published every 0.25 s)."""
-        with self.lock:
-            self.sim_values = {}
-        wait_until(lambda: self.sim_values, timeout, what="simulated driver diagnostics")
-        with self.lock:
-            return dict(self.sim_values)
+        """The simulated driver's next diagnostics values."""
+        return self._fresh("sim_values", timeout, "simulated driver diagnostics")
 
     def connected(self) -> bool:
         """The executor's twist publisher and controls subscription are matched with ours."""

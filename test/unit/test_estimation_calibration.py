@@ -143,6 +143,11 @@ def write_points(path: Path, names, points) -> None:
         path.write_text(yaml.safe_dump({"points": data}))
 
 
+def run_calibration(measured: Path, known: Path, out: Path) -> int:
+    """The calibration command line's exit code for these files."""
+    return main(["--measured", str(measured), "--known", str(known), "--out", str(out)])
+
+
 def test_command_line_writes_the_transform_the_estimator_reads(tmp_path, capsys):
     names = [f"p{i}" for i in range(len(TABLE_POINTS))]
     # Measured points as lists of 20 noisy samples each (averaged by the loader).
@@ -152,16 +157,7 @@ def test_command_line_writes_the_transform_the_estimator_reads(tmp_path, capsys)
     (tmp_path / "measured.yaml").write_text(yaml.safe_dump({"points": samples}))
     write_points(tmp_path / "known.csv", names, TABLE_POINTS)
     out = tmp_path / "mocap_table.yaml"
-    code = main(
-        [
-            "--measured",
-            str(tmp_path / "measured.yaml"),
-            "--known",
-            str(tmp_path / "known.csv"),
-            "--out",
-            str(out),
-        ]
-    )
+    code = run_calibration(tmp_path / "measured.yaml", tmp_path / "known.csv", out)
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "table up is mocap +Y (Motive default Y up)" in printed
@@ -178,16 +174,7 @@ def test_command_line_refuses_a_bad_fit_and_explains(tmp_path, capsys):
     write_points(tmp_path / "measured.csv", names, measured[[0, 1, 3, 2]])  # two points swapped
     write_points(tmp_path / "known.yaml", names, TABLE_POINTS[:4])
     out = tmp_path / "out.yaml"
-    code = main(
-        [
-            "--measured",
-            str(tmp_path / "measured.csv"),
-            "--known",
-            str(tmp_path / "known.yaml"),
-            "--out",
-            str(out),
-        ]
-    )
+    code = run_calibration(tmp_path / "measured.csv", tmp_path / "known.yaml", out)
     assert code == 3
     assert "calibration rejected" in capsys.readouterr().err
     assert not out.exists()
@@ -197,16 +184,7 @@ def test_command_line_warns_about_millimetres(tmp_path, capsys):
     names = ["a", "b", "c", "d"]
     write_points(tmp_path / "measured.yaml", names, 1000.0 * measured_from(TABLE_POINTS[:4]))
     write_points(tmp_path / "known.yaml", names, TABLE_POINTS[:4])
-    code = main(
-        [
-            "--measured",
-            str(tmp_path / "measured.yaml"),
-            "--known",
-            str(tmp_path / "known.yaml"),
-            "--out",
-            str(tmp_path / "o.yaml"),
-        ]
-    )
+    code = run_calibration(tmp_path / "measured.yaml", tmp_path / "known.yaml", tmp_path / "o.yaml")
     assert code == 3
     assert "1000 times as spread" in capsys.readouterr().err
 

@@ -128,13 +128,9 @@ class ObjectSpec:
     pose: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise SceneError(f"object.name: expected a non-empty string, got {self.name!r}")
-        where = f"objects[{self.name}]"
-        _check_shape(self, where)
+        where = _check_body(self, "object", "objects")
         _check_fields(self, where, check_positive, "height", "mass")
         _check_fields(self, where, check_non_negative, "friction")
-        object.__setattr__(self, "pose", _vector(self.pose, 3, f"{where}.pose"))
 
     @property
     def bounding_radius(self) -> float:
@@ -144,8 +140,12 @@ class ObjectSpec:
         return math.hypot(*self.half_extents)
 
 
-def _check_shape(body: ObjectSpec | Obstacle, where: str) -> None:
-    """Validate and normalise ``shape``, ``radius`` and ``half_extents`` of a frozen body in place."""
+def _check_body(body: ObjectSpec | Obstacle, kind: str, section: str) -> str:
+    """Validate and normalise ``name``, ``shape``, ``radius``, ``half_extents`` and ``pose`` of a
+    frozen body in place; returns where it is in the scene (``<section>[<name>]``)."""
+    if not isinstance(body.name, str) or not body.name.strip():
+        raise SceneError(f"{kind}.name: expected a non-empty string, got {body.name!r}")
+    where = f"{section}[{body.name}]"
     if body.shape not in SHAPES:
         raise SceneError(f"{where}.shape: expected one of {SHAPES}, got {body.shape!r}")
     _check_fields(body, where, check_positive, "radius")
@@ -153,6 +153,8 @@ def _check_shape(body: ObjectSpec | Obstacle, where: str) -> None:
     for index, value in enumerate(extents):
         _checked(check_positive, f"{where}.half_extents[{index}]", value)
     object.__setattr__(body, "half_extents", extents)
+    object.__setattr__(body, "pose", _vector(body.pose, 3, f"{where}.pose"))
+    return where
 
 
 @dataclass(frozen=True)
@@ -174,11 +176,7 @@ class Obstacle:
     pose: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise SceneError(f"obstacle.name: expected a non-empty string, got {self.name!r}")
-        where = f"obstacles[{self.name}]"
-        _check_shape(self, where)
-        object.__setattr__(self, "pose", _vector(self.pose, 3, f"{where}.pose"))
+        _check_body(self, "obstacle", "obstacles")
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,21 @@ def _build(cls: type, data: Any, where: str, *, exclude: frozenset[str] = frozen
         raise DriverSettingsError(f"{where}: {error}") from None
 
 
+def _section(cls: type, values: Mapping[str, Any], where: str) -> Any:
+    """``cls(**values)`` with its error's field prefixed by ``where`` (``mocap.seed: ...``)."""
+    try:
+        return cls(**values)
+    except DriverSettingsError as error:
+        raise DriverSettingsError(f"{where}.{error}") from None
+
+
+def _check_kinds(settings: Any, kinds: tuple[tuple[str, type], ...]) -> None:
+    """Each named field of ``settings`` is an instance of its kind."""
+    for name, kind in kinds:
+        if not isinstance(getattr(settings, name), kind):
+            raise DriverSettingsError(f"{name}: expected {kind.__name__}, got {getattr(settings, name)!r}")
+
+
 def _non_negative_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise DriverSettingsError(f"{name}: expected an integer >= 0, got {value!r}")
@@ -90,11 +105,9 @@ class MocapStreamSettings:
     fallen_untracked: bool = True
 
     def __post_init__(self) -> None:
-        for name, kind in (
-            ("server", MocapServerSettings), ("mocap_to_table", TableTransform), ("noise", MocapNoiseSettings)
-        ):
-            if not isinstance(getattr(self, name), kind):
-                raise DriverSettingsError(f"{name}: expected {kind.__name__}, got {getattr(self, name)!r}")
+        _check_kinds(
+            self, (("server", MocapServerSettings), ("mocap_to_table", TableTransform), ("noise", MocapNoiseSettings))
+        )
         if self.bodies_file is not None and (not isinstance(self.bodies_file, str) or not self.bodies_file):
             raise DriverSettingsError(f"bodies_file: expected a file name or null, got {self.bodies_file!r}")
         object.__setattr__(self, "seed", _non_negative_int(self.seed, "seed"))
@@ -120,10 +133,7 @@ class MocapStreamSettings:
                 values["noise"] = MocapNoiseSettings.from_mapping(values["noise"], f"{where}.noise")
             except ValueError as error:
                 raise DriverSettingsError(str(error)) from None
-        try:
-            return cls(**values)
-        except DriverSettingsError as error:
-            raise DriverSettingsError(f"{where}.{error}") from None
+        return _section(cls, values, where)
 
 
 @dataclass(frozen=True)
@@ -169,10 +179,7 @@ class GripperLinkSettings:
             values["emulator"] = GripperEmulatorSettings(device=device, **emulator_values)
         except (TypeError, ValueError) as error:
             raise DriverSettingsError(f"{where}.emulator: {error}") from None
-        try:
-            return cls(**values)
-        except DriverSettingsError as error:
-            raise DriverSettingsError(f"{where}.{error}") from None
+        return _section(cls, values, where)
 
 
 @dataclass(frozen=True)
@@ -193,9 +200,7 @@ class DriverSettings:
     config_dir: Path | None = None
 
     def __post_init__(self) -> None:
-        for name, kind in (("world", WorldSettings), ("mocap", MocapStreamSettings), ("gripper", GripperLinkSettings)):
-            if not isinstance(getattr(self, name), kind):
-                raise DriverSettingsError(f"{name}: expected {kind.__name__}, got {getattr(self, name)!r}")
+        _check_kinds(self, (("world", WorldSettings), ("mocap", MocapStreamSettings), ("gripper", GripperLinkSettings)))
         if self.config_dir is not None:
             object.__setattr__(self, "config_dir", Path(self.config_dir))
 

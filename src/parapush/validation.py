@@ -10,7 +10,7 @@ Booleans are never accepted as numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -107,6 +107,13 @@ def check_not_empty(name: str, value: Any) -> str:
     return value
 
 
+def check_fields(instance: Any, check: Callable[[str, Any], Any], *names: str) -> None:
+    """Replace each field ``names`` of the frozen dataclass ``instance`` by ``check(name, value)``,
+    e.g. ``check_fields(self, check_positive, "mass", "radius")`` in ``__post_init__``."""
+    for name in names:
+        object.__setattr__(instance, name, check(name, getattr(instance, name)))
+
+
 def check_instance(name: str, value: Any, expected: type, description: str | None = None) -> Any:
     """``value`` if it is an instance of ``expected``; raises :class:`TypeError` (not ValueError)
     naming ``description`` (default: ``expected``'s name) otherwise."""
@@ -131,6 +138,7 @@ def check_finite_array(name: str, value: Any, shape: tuple[int | None, ...] | No
 
 __all__ = [
     "check_choice",
+    "check_fields",
     "check_finite_array",
     "check_instance",
     "check_integer",

@@ -11,6 +11,7 @@ from parapush.physics.fine_settings import FineSettings
 from parapush.settings import SettingsError, check_settings, setting, setting_fields, settings_from_mapping
 from parapush.validation import (
     check_choice,
+    check_fields,
     check_finite_array,
     check_instance,
     check_integer,
@@ -39,6 +40,12 @@ class OuterSettings:
         check_settings(self)
 
 
+@dataclass(frozen=True)
+class Counts:
+    first: int
+    second: int
+
+
 def test_checks_name_the_value_and_convert():
     assert check_real("x", 2) == 2.0 and isinstance(check_real("x", 2), float)
     assert check_integer("n", np.int64(3), minimum=1) == 3
@@ -56,6 +63,11 @@ def test_checks_name_the_value_and_convert():
         check_choice("m", "c", ("a", "b"))
     with pytest.raises(ValueError, match=r"^a: expected shape \(any, 2\), got \(3,\)"):
         check_finite_array("a", np.zeros(3), (None, 2))
+    counts = Counts(first=np.int64(2), second=3)
+    check_fields(counts, check_integer, "first", "second")  # converted in place
+    assert type(counts.first) is int and counts.first == 2
+    with pytest.raises(ValueError, match=r"^second: expected an integer, got 3.0"):
+        check_fields(Counts(first=1, second=3.0), check_integer, "first", "second")
     inner = InnerSettings()
     assert check_instance("inner", inner, InnerSettings) is inner
     with pytest.raises(TypeError, match=r"^inner: expected InnerSettings, got OuterSettings"):

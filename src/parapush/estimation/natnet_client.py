@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
+from parapush.background import bound_address, stop_thread
 from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message, peek_message_id
 from parapush.natnet.errors import NatNetDecodeError, NatNetTimeoutError
@@ -261,12 +262,8 @@ class NatNetClient:
 
     def stop(self, timeout_s: float = 2.0) -> None:
         """Send DISCONNECT (unicast), stop the receive thread and close the sockets (idempotent)."""
-        thread = self._thread
-        if thread is not None:
-            self._stop.set()
-            thread.join(timeout_s)
-            if thread.is_alive():
-                raise RuntimeError(f"NatNetClient receive thread did not stop within {timeout_s} s")
+        if self._thread is not None:
+            stop_thread(self._thread, self._stop, timeout_s, "NatNetClient receive thread")
             # after the thread (no keep-alive can follow and re-subscribe us)
             if not self._settings.multicast and self.connected:
                 self._send(Disconnect())
@@ -292,10 +289,7 @@ class NatNetClient:
     @property
     def command_socket_address(self) -> tuple[str, int]:
         """(address, port) the command socket is bound to (where unicast frames arrive)."""
-        if self._command_socket is None:
-            raise RuntimeError("NatNetClient is not started")
-        host, port = self._command_socket.getsockname()[:2]
-        return host, port
+        return bound_address(self._command_socket, "NatNetClient")
 
     @property
     def server_info(self) -> ServerInfo | None:

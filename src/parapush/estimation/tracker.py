@@ -41,7 +41,7 @@ from parapush.estimation.frame_clock import FrameClock
 from parapush.estimation.table_frame import TablePose, TableTransform
 from parapush.estimation.velocity_filter import FilterEvent, PoseFilterSettings, PoseVelocityFilter
 from parapush.scene import Scene, SceneSnapshot, wrap_angle
-from parapush.validation import check_integer, check_positive
+from parapush.validation import check_fields, check_integer, check_positive
 
 if TYPE_CHECKING:
     from parapush.natnet import MocapFrame
@@ -77,14 +77,8 @@ class TrackerSettings:
     rate_window: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in (
-            "stale_timeout",
-            "reinitialize_after",
-            "clock_window",
-            "stream_restart_jump",
-            "rate_window",
-        ):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        check_fields(self, check_positive, "stale_timeout", "reinitialize_after", "clock_window")
+        check_fields(self, check_positive, "stream_restart_jump", "rate_window")
         if not isinstance(self.pose_filter, PoseFilterSettings):
             raise ValueError(
                 f"pose_filter: expected PoseFilterSettings, got {type(self.pose_filter).__name__}"

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_discrete_are, solve_discrete_lyapunov
 
-from parapush.validation import check_positive
+from parapush.validation import check_fields, check_positive
 
 
 @dataclass(frozen=True)
@@ -83,15 +83,8 @@ class PoseFilterSettings:
     jump_angle: float = 0.5
 
     def __post_init__(self) -> None:
-        for name in (
-            "position_noise",
-            "yaw_noise",
-            "acceleration_density",
-            "angular_acceleration_density",
-            "initial_speed_std",
-            "initial_yaw_rate_std",
-        ):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        check_fields(self, check_positive, "position_noise", "yaw_noise", "acceleration_density")
+        check_fields(self, check_positive, "angular_acceleration_density", "initial_speed_std", "initial_yaw_rate_std")
         for name in ("jump_distance", "jump_angle"):  # math.inf: never
             value = getattr(self, name)
             object.__setattr__(self, name, math.inf if value == math.inf else check_positive(name, value))

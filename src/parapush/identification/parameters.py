@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parapush.scene import Scene
-from parapush.validation import check_non_negative, check_positive, check_real
+from parapush.validation import check_fields, check_non_negative, check_positive, check_real
 
 PARAMETER_NAMES = ("mass", "support_friction", "pusher_friction", "com_x", "com_y")
 """The order of the parameter vector (kg, -, -, m, m)."""
@@ -38,9 +38,8 @@ class ObjectParameters:
     com_offset: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mass", check_positive("mass", self.mass))
-        for name in ("support_friction", "pusher_friction"):
-            object.__setattr__(self, name, check_non_negative(name, getattr(self, name)))
+        check_fields(self, check_positive, "mass")
+        check_fields(self, check_non_negative, "support_friction", "pusher_friction")
         offset = tuple(self.com_offset) if isinstance(self.com_offset, (tuple, list, np.ndarray)) else None
         if offset is None or len(offset) != 2:
             raise ValueError(f"com_offset: expected (x, y) in m, got {self.com_offset!r}")

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from parapush.scene import Scene
-from parapush.validation import check_integer, check_non_negative, check_positive
+from parapush.validation import check_fields, check_integer, check_non_negative, check_positive
 
 LENGTH_TOLERANCE = 2.0e-4
 """Largest accepted difference of a radius or height from the trained one, m. It admits
@@ -71,10 +71,10 @@ class TrainedGeometry:
 
     def __post_init__(self) -> None:
         check_integer("max_sliders", self.max_sliders, minimum=1)
-        for name in ("pusher_radius", "pusher_mass", "slider_radius", "slider_height", "slider_mass"):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
-        for name in ("pusher_friction", "slider_friction", "table_friction", "object_friction"):
-            object.__setattr__(self, name, check_non_negative(name, getattr(self, name)))
+        check_fields(self, check_positive, "pusher_radius", "pusher_mass")
+        check_fields(self, check_positive, "slider_radius", "slider_height", "slider_mass")
+        check_fields(self, check_non_negative, "pusher_friction", "slider_friction")
+        check_fields(self, check_non_negative, "table_friction", "object_friction")
 
     @classmethod
     def from_scene(cls, scene: Scene, max_sliders: int | None = None) -> TrainedGeometry:

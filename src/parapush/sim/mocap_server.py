@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from parapush.background import bound_address, stop_thread
 from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message
 from parapush.natnet.errors import NatNetDecodeError
@@ -327,12 +328,7 @@ class MocapServer:
 
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop streaming, join the thread and close the sockets (idempotent)."""
-        thread = self._thread
-        if thread is not None:
-            self._stop.set()
-            thread.join(timeout_s)
-            if thread.is_alive():
-                raise RuntimeError(f"MocapServer thread did not stop within {timeout_s} s")
+        stop_thread(self._thread, self._stop, timeout_s, "MocapServer thread")
         self._thread = None
         for sock in (self._command_socket, self._multicast_socket):
             if sock is not None:
@@ -353,10 +349,7 @@ class MocapServer:
     @property
     def command_address(self) -> Address:
         """(host, port) of the bound command socket (the real port when ``command_port`` is 0)."""
-        if self._command_socket is None:
-            raise RuntimeError("MocapServer is not started")
-        host, port = self._command_socket.getsockname()[:2]
-        return host, port
+        return bound_address(self._command_socket, "MocapServer")
 
     @property
     def server_info(self) -> ServerInfo:

@@ -46,6 +46,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from parapush.background import stop_thread
 from parapush.execution.commands import TwistCommand
 from parapush.physics.fine_settings import FineSettings
 from parapush.physics.mjcf import object_body_name, scene_to_mjcf
@@ -344,13 +345,9 @@ class SimWorld:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the stepping thread (no-op when not running); the state is kept."""
-        thread = self._thread
-        if thread is None:
+        if self._thread is None:
             return
-        self._stop_requested.set()
-        thread.join(timeout)
-        if thread.is_alive():
-            raise RuntimeError(f"the world thread did not stop within {timeout} s")
+        stop_thread(self._thread, self._stop_requested, timeout, "the world thread")
         with self._lock:
             self._thread = None
 

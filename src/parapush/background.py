@@ -1,0 +1,38 @@
+"""Background threads and sockets of the device endpoints (NatNet client, simulated devices).
+
+Stopping a worker thread (set its stop event, join, fail loudly if it hangs) and reading the
+address a socket is bound to, written once for every endpoint that owns a thread or a socket.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+__all__ = ["bound_address", "stop_thread"]
+
+
+def stop_thread(thread: threading.Thread | None, stop: threading.Event, timeout_s: float, what: str) -> None:
+    """Set ``stop`` and join ``thread`` (no-op when None).
+
+    Raises:
+        RuntimeError: naming ``what`` when the thread is still alive after ``timeout_s`` seconds.
+    """
+    if thread is None:
+        return
+    stop.set()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise RuntimeError(f"{what} did not stop within {timeout_s} s")
+
+
+def bound_address(sock: socket.socket | None, owner: str) -> tuple[str, int]:
+    """(host, port) ``sock`` is bound to (the real port after binding port 0).
+
+    Raises:
+        RuntimeError: ``"<owner> is not started"`` when ``sock`` is None.
+    """
+    if sock is None:
+        raise RuntimeError(f"{owner} is not started")
+    host, port = sock.getsockname()[:2]
+    return host, port

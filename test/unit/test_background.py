@@ -1,0 +1,40 @@
+"""Stopping background threads and reading socket addresses (parapush.background)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from parapush.background import bound_address, stop_thread
+
+
+def test_stop_thread_sets_the_event_and_joins():
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    stop_thread(thread, stop, 2.0, "the waiter")
+    assert stop.is_set() and not thread.is_alive()
+    stop_thread(None, threading.Event(), 2.0, "nothing")  # no thread: no-op
+
+
+def test_stop_thread_names_a_thread_that_does_not_stop():
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait, daemon=True)  # ignores the stop event
+    thread.start()
+    try:
+        with pytest.raises(RuntimeError, match=r"^the stubborn thread did not stop within 0.05 s$"):
+            stop_thread(thread, threading.Event(), 0.05, "the stubborn thread")
+    finally:
+        release.set()
+        thread.join(2.0)
+
+
+def test_bound_address_reports_the_real_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        host, port = bound_address(sock, "the server")
+        assert host == "127.0.0.1" and port == sock.getsockname()[1] and port > 0
+    with pytest.raises(RuntimeError, match=r"^the server is not started$"):
+        bound_address(None, "the server")

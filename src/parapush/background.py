@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 
-__all__ = ["bound_address", "stop_thread"]
+__all__ = ["bound_address", "close_sockets", "stop_thread"]
 
 
 def stop_thread(thread: threading.Thread | None, stop: threading.Event, timeout_s: float, what: str) -> None:
@@ -36,3 +36,10 @@ def bound_address(sock: socket.socket | None, owner: str) -> tuple[str, int]:
         raise RuntimeError(f"{owner} is not started")
     host, port = sock.getsockname()[:2]
     return host, port
+
+
+def close_sockets(*sockets: socket.socket | None) -> None:
+    """Close each of ``sockets`` that is not None."""
+    for sock in sockets:
+        if sock is not None:
+            sock.close()

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from parapush.background import bound_address, stop_thread
+from parapush.background import bound_address, close_sockets, stop_thread
 
 
 def test_stop_thread_sets_the_event_and_joins():
@@ -38,3 +38,10 @@ def test_bound_address_reports_the_real_port():
         assert host == "127.0.0.1" and port == sock.getsockname()[1] and port > 0
     with pytest.raises(RuntimeError, match=r"^the server is not started$"):
         bound_address(None, "the server")
+
+
+def test_close_sockets_skips_none():
+    first = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    second = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    close_sockets(first, None, second)
+    assert first.fileno() == -1 and second.fileno() == -1

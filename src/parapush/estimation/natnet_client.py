@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
-from parapush.background import bound_address, stop_thread
+from parapush.background import bound_address, close_sockets, stop_thread
 from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message, peek_message_id
 from parapush.natnet.errors import NatNetDecodeError, NatNetTimeoutError
@@ -268,9 +268,7 @@ class NatNetClient:
             if not self._settings.multicast and self.connected:
                 self._send(Disconnect())
         self._thread = None
-        for sock in (self._command_socket, self._data_socket):
-            if sock is not None:
-                sock.close()
+        close_sockets(self._command_socket, self._data_socket)
         self._command_socket = None
         self._data_socket = None
         self._data_endpoint = None

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from parapush.background import bound_address, stop_thread
+from parapush.background import bound_address, close_sockets, stop_thread
 from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message
 from parapush.natnet.errors import NatNetDecodeError
@@ -330,9 +330,7 @@ class MocapServer:
         """Stop streaming, join the thread and close the sockets (idempotent)."""
         stop_thread(self._thread, self._stop, timeout_s, "MocapServer thread")
         self._thread = None
-        for sock in (self._command_socket, self._multicast_socket):
-            if sock is not None:
-                sock.close()
+        close_sockets(self._command_socket, self._multicast_socket)
         self._command_socket = None
         self._multicast_socket = None
 

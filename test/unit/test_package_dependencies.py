@@ -23,19 +23,25 @@ DEPENDENCIES = {
     "mcap": ("mcap-ros2-support", "mcap"),
     "matplotlib": ("python3-matplotlib", "matplotlib"),
     "PIL": ("python3-pil", "pillow"),
-    "rclpy": ("rclpy", None),
-    "rcl_interfaces": ("rcl_interfaces", None),
-    "ament_index_python": ("ament_index_python", None),
-    "builtin_interfaces": ("builtin_interfaces", None),
-    "std_srvs": ("std_srvs", None),
-    "geometry_msgs": ("geometry_msgs", None),
-    "diagnostic_msgs": ("diagnostic_msgs", None),
-    "tf2_ros": ("tf2_ros", None),
-    "std_msgs": ("std_msgs", None),
-    "visualization_msgs": ("visualization_msgs", None),
-    "nav_msgs": ("nav_msgs", None),
-    "launch": ("launch", None),
-    "launch_ros": ("launch_ros", None),
+    # ROS packages: the module, its rosdep key and its package are one name, not on pip.
+    **{
+        name: (name, None)
+        for name in (
+            "rclpy",
+            "rcl_interfaces",
+            "ament_index_python",
+            "builtin_interfaces",
+            "std_srvs",
+            "geometry_msgs",
+            "diagnostic_msgs",
+            "tf2_ros",
+            "std_msgs",
+            "visualization_msgs",
+            "nav_msgs",
+            "launch",
+            "launch_ros",
+        )
+    },
 }
 # Not needed to run the stack: training the learned coarse model (pyproject's [learning] extra).
 TRAINING_ONLY = {"torch", "tqdm"}

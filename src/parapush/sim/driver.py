@@ -67,6 +67,7 @@ from typing import Any
 
 import numpy as np
 
+from parapush.background import stop_thread
 from parapush.estimation.body_map import PUSHER_BODY, BodyMapEntry, BodyMapError, resolve_body_map
 from parapush.estimation.rotations import (
     canonical_quaternion,
@@ -230,11 +231,11 @@ class SimDriver:
     def _stop_locked(self) -> None:
         problems = []
         self._stop_coupling.set()
-        if self._coupling_thread is not None:
-            self._coupling_thread.join(5.0)
-            if self._coupling_thread.is_alive():
-                problems.append("the gripper coupling thread did not stop")
-            self._coupling_thread = None
+        try:
+            stop_thread(self._coupling_thread, self._stop_coupling, 5.0, "the gripper coupling thread")
+        except RuntimeError as error:
+            problems.append(str(error))
+        self._coupling_thread = None
         for name, device in (("world", self.world), ("mocap server", self.mocap_server), ("gripper", self.gripper)):
             if device is None:
                 continue

@@ -104,9 +104,13 @@ def _object_inertia(spec: ObjectSpec) -> tuple[float, float, float]:
     )
 
 
-def _add_object(world: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings) -> None:
+def _add_object(
+    world: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings, gravity_compensated: bool
+) -> None:
     name = object_body_name(index)
     body = _element(world, "body", name=name, pos="0 0 0")
+    if gravity_compensated:
+        body.set("gravcomp", "1")
     _element(body, "joint", name=f"{name}_x", type="slide", axis="1 0 0")
     _element(body, "joint", name=f"{name}_y", type="slide", axis="0 1 0")
     _element(body, "joint", name=f"{name}_z", type="slide", axis="0 0 1")
@@ -146,8 +150,13 @@ def pusher_servo_gain(scene: Scene, settings: FineSettings) -> float:
     return settings.pusher_servo_ratio * (scene.pusher.mass + settings.pusher_armature) / settings.timestep
 
 
-def scene_to_mjcf(scene: Scene, settings: FineSettings) -> str:
+def scene_to_mjcf(scene: Scene, settings: FineSettings, *, gravity_compensated: bool = False) -> str:
     """MJCF XML of the scene for the fine model (see the module docstring for the choices).
+
+    ``gravity_compensated`` gives every object body ``gravcomp="1"``: the base of the
+    fidelity variants (:meth:`parapush.physics.fine.FineModel.fidelity_model`), in which a
+    static object floats exactly in place without its table contacts; a variant that sets
+    an object's ``body_gravcomp`` back to 0 simulates it exactly as the plain model does.
 
     Bodies: ``pusher`` (joints ``pusher_x``, ``pusher_y``; actuators ``pusher_vx``,
     ``pusher_vy``), ``object<i>`` (joints ``object<i>_x|_y|_z|_yaw``), ``obstacle<j>``.
@@ -175,7 +184,7 @@ def scene_to_mjcf(scene: Scene, settings: FineSettings) -> str:
                        0.0, pusher.height)
 
     for index, spec in enumerate(scene.objects):
-        _add_object(world, index, spec, settings)
+        _add_object(world, index, spec, settings, gravity_compensated)
     for index, obstacle in enumerate(scene.obstacles):
         _add_obstacle(world, index, obstacle, settings)
 

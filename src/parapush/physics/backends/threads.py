@@ -18,7 +18,7 @@ import mujoco.batch
 import mujoco.rollout
 import numpy as np
 
-from parapush.physics.fine import FineModel
+from parapush.physics.fine import FineModel, check_dynamic
 from parapush.physics.propagator import check_batch
 
 ENGINES = ("rollout", "batch")
@@ -86,6 +86,7 @@ class ThreadBackend:
         durations: np.ndarray,
         *,
         models: Sequence[mujoco.MjModel] | None = None,
+        dynamic: np.ndarray | None = None,
     ) -> np.ndarray:
         """As :meth:`parapush.physics.fine.FineModel.propagate`, bit-identical to it.
 
@@ -93,9 +94,15 @@ class ThreadBackend:
             models: optional (M,) MuJoCo models, one per row: variants of the fine model's
                 ``mj_model`` with other parameter values but the same sizes (e.g.
                 :class:`parapush.identification.ObjectModelVariants`); ``rollout`` engine only.
+            dynamic: optional (M, n) bool, the objects that move in each row (the fine
+                model's fidelity variants); ``rollout`` engine only, not with ``models``.
         """
         model = self.fine_model
         states, controls, durations = check_batch(self.layout, states, controls, durations)
+        if dynamic is not None:
+            if models is not None:
+                raise ValueError("dynamic: give either models or dynamic, not both")
+            models = model.fidelity_models(check_dynamic(self.layout, dynamic, states))
         if models is not None:
             if self.engine != "rollout":
                 raise ValueError(f"models: per-row models need engine='rollout', this backend runs {self.engine!r}")

@@ -104,6 +104,7 @@ class FineModel:
             )
         self._object_heights = np.array([spec.height for spec in scene.objects])
         self._data = mujoco.MjData(model)
+        self._fidelity_data: mujoco.MjData | None = None
         self._data_lock = threading.Lock()
         self._fidelity_base: mujoco.MjModel | None = None
         self._fidelity_models: OrderedDict[bytes, mujoco.MjModel] = OrderedDict()
@@ -219,11 +220,15 @@ class FineModel:
         A static object keeps its lateral colliders (the pusher and the dynamic objects
         collide with it: medium fidelity) but loses its table contact and floats with
         MuJoCo's gravity compensation, so with no lateral contact it stays exactly where it
-        is, at no solver cost. Variants are copies of one gravity-compensated model compiled
-        once (the first time one is needed), kept per pattern (at most
-        :data:`FIDELITY_MODEL_CACHE`), and have the sizes of :attr:`mj_model`, so they share
-        its ``MjData``. With every object dynamic the variant's results equal
-        :attr:`mj_model`'s bit for bit.
+        is, at no solver cost; it may fall asleep (MuJoCo's sleep: its tree is then skipped
+        by the kinematics and dynamics until a contact wakes it). Sleeping or awake, a
+        static tree does not change the dynamic ones' results (measured bit for bit), so
+        the results do not depend on the ``MjData``'s history (a touched static object is
+        detected and its segment re-run by :class:`parapush.physics.fidelity.ManagedFineBackend`).
+        Variants are copies of one gravity-compensated model compiled once (the first time one
+        is needed), kept per pattern (at most :data:`FIDELITY_MODEL_CACHE`); they run on an
+        ``MjData`` of :meth:`new_fidelity_data`. With every object dynamic the variant's
+        results equal :attr:`mj_model`'s bit for bit.
 
         Args:
             dynamic: (n,) bool, the objects that move.
@@ -246,10 +251,21 @@ class FineModel:
             self._copy_parameters(variant)
             variant.body_gravcomp[self._object_bodies[dynamic]] = 0.0
             variant.pair_margin[self._table_pairs[~dynamic]] = TABLE_CONTACT_OFF
+            # static trees may sleep (MuJoCo then skips their kinematics and dynamics; a contact
+            # wakes them); the pusher and the dynamic objects never do
+            variant.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+            variant.tree_sleep_policy[:] = int(mujoco.mjtSleepPolicy.mjSLEEP_NEVER)
+            static_trees = variant.body_treeid[self._object_bodies[~dynamic]]
+            variant.tree_sleep_policy[static_trees] = int(mujoco.mjtSleepPolicy.mjSLEEP_ALLOWED)
             self._fidelity_models[key] = variant
             if len(self._fidelity_models) > FIDELITY_MODEL_CACHE:
                 self._fidelity_models.popitem(last=False)
             return variant
+
+    def new_fidelity_data(self) -> mujoco.MjData:
+        """A fresh ``MjData`` for the fidelity variants (MuJoCo's sleep needs one made by a
+        model with sleep enabled; do not mix it with :attr:`mj_model`)."""
+        return mujoco.MjData(self.fidelity_model(np.ones(self.layout.object_count, dtype=bool)))
 
     def fidelity_models(self, dynamic: np.ndarray) -> list[mujoco.MjModel]:
         """:meth:`fidelity_model` of each row of ``dynamic`` (M, n) bool."""
@@ -313,8 +329,13 @@ class FineModel:
         physics = self.to_physics_state(states)
         valid = np.all(np.isfinite(physics), axis=1)
         with self._data_lock:
+            data = self._data
+            if models is not None:
+                if self._fidelity_data is None:
+                    self._fidelity_data = self.new_fidelity_data()
+                data = self._fidelity_data
             for row in np.flatnonzero(valid):
-                physics[row] = self.simulate_physics(self._data, physics[row], controls[row], int(steps[row]),
+                physics[row] = self.simulate_physics(data, physics[row], controls[row], int(steps[row]),
                                                      None if models is None else models[row])
         return self.from_physics_state(physics)
 

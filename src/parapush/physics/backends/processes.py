@@ -43,7 +43,7 @@ class WorkerError(RuntimeError):
 
 
 def _simulate_chunk(
-    fine_model: FineModel, runner: mujoco.rollout.Rollout, data: mujoco.MjData,
+    fine_model: FineModel, runner: mujoco.rollout.Rollout, datas: dict[str, mujoco.MjData],
     physics: np.ndarray, controls: np.ndarray, steps: np.ndarray, dynamic: np.ndarray | None,
 ) -> np.ndarray:
     """Simulate a chunk of segments with single-threaded rollout, grouped by step count
@@ -53,7 +53,13 @@ def _simulate_chunk(
         rows = np.flatnonzero(steps == step_count)
         count = rows.size
         control = np.ascontiguousarray(np.broadcast_to(controls[rows, None, :], (count, int(step_count), 2)))
-        models = fine_model.mj_model if dynamic is None else fine_model.fidelity_models(dynamic[rows])
+        if dynamic is None:
+            models, data = fine_model.mj_model, datas["full"]
+        else:
+            models = fine_model.fidelity_models(dynamic[rows])
+            if "fidelity" not in datas:
+                datas["fidelity"] = fine_model.new_fidelity_data()
+            data = datas["fidelity"]
         trajectory, _ = runner.rollout(
             models, [data], physics[rows], control, nstep=int(step_count),
             initial_warmstart=np.zeros((count, fine_model.mj_model.nv)),
@@ -67,7 +73,7 @@ def _worker_main(connection: multiprocessing.connection.Connection, scene: Scene
     try:
         fine_model = FineModel(scene, settings)
         runner = mujoco.rollout.Rollout(nthread=0)
-        data = fine_model.new_data()
+        datas = {"full": fine_model.new_data()}
         connection.send(("ready", fine_model.rest_heights))
     except Exception:  # report any start-up failure to the parent, then exit
         connection.send(("failed", traceback.format_exc()))
@@ -81,7 +87,7 @@ def _worker_main(connection: multiprocessing.connection.Connection, scene: Scene
             return
         _, task_id, physics, controls, steps, dynamic = message
         try:
-            result = _simulate_chunk(fine_model, runner, data, physics, controls, steps, dynamic)
+            result = _simulate_chunk(fine_model, runner, datas, physics, controls, steps, dynamic)
             connection.send(("done", task_id, result))
         except Exception:
             connection.send(("error", task_id, traceback.format_exc()))

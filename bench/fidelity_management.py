@@ -1,0 +1,165 @@
+"""Task-informed fidelity management of the fine model: cost and error against full fidelity.
+
+For scenes with 1, 4, 8, 16 and 32 objects (``isrr_obstacle``, ``clutter_fig1``,
+``crowded_8|16|32``) the pushes the MPC's optimizer rolls out (``fine_model_cost.planner_set``:
+the straight-line push towards the goal and noisy copies, 4 controls of 1 s, from the
+scene's start and from the state after two straight-line controls) are rolled out serially,
+one control after the other, by the full fine model (``FineModel.propagate``) and by the
+managed one (:class:`parapush.physics.fidelity.ManagedFineBackend` around the serial
+backend). The rollouts are timed in interleaved chunks (full, managed, full, ...: load
+changes hit both alike) as CPU time of this process per 1 s control; ``speedup`` is full /
+managed. The error is the managed end state against the full one after 4 s: the largest
+object position error (mm) and yaw error (deg) per push; ``reruns`` counts the managed
+segments that were run again at full fidelity. ``crossover_objects``: the smallest object
+count at which management pays (speedup > 1).
+
+    python bench/fidelity_management.py [--quick] [--seed 0]
+
+Writes bench/results/fidelity_management.{json,png} (a ``summary`` list of rows
+``{objects, speedup, mean_error_mm, max_error_mm, mean_error_deg, reruns, ...}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from fine_model_cost import machine, planner_set, push_errors
+from parapush.physics.backends import SerialBackend
+from parapush.physics.fidelity import ManagedFineBackend
+from parapush.physics.fine import FineModel
+from parapush.scene import Scene, load_scene
+from parareal_common import format_table, write_results
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENES = ROOT / "config" / "scenes"
+CHUNK = 10
+"""Pushes per timed chunk (full and managed alternate chunk by chunk)."""
+
+
+def benchmark_scenes() -> list[Scene]:
+    """Scenes with 1, 4, 8, 16 and 32 objects."""
+    names = ["isrr_obstacle", "clutter_fig1"] + [f"crowded_{count}" for count in (8, 16, 32)]
+    return [load_scene(SCENES / f"{name}.yaml") for name in names]
+
+
+def rollout_end(propagator: object, initial: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+    """States (B, D) after holding controls (B, N, 2) for durations (N,) in turn."""
+    states = initial
+    for index, duration in enumerate(durations):
+        states = propagator.propagate(states, controls[:, index], np.full(len(states), duration))
+    return states
+
+
+def timed(propagator: object, initial: np.ndarray, controls: np.ndarray, durations: np.ndarray
+          ) -> tuple[np.ndarray, float]:
+    start = time.process_time()
+    ends = rollout_end(propagator, initial, controls, durations)
+    return ends, time.process_time() - start
+
+
+def measure(scene: Scene, samples: int, seed: int) -> dict:
+    rng = np.random.default_rng([seed, len(scene.objects)])
+    pushes = planner_set(scene, samples, rng)
+    fine = FineModel(scene)
+    managed = ManagedFineBackend(SerialBackend(fine), fine)
+    full_ends, managed_ends = [], []
+    full_time = managed_time = 0.0
+    for start in range(0, len(pushes.initial), CHUNK):
+        rows = slice(start, start + CHUNK)
+        ends, seconds = timed(fine, pushes.initial[rows], pushes.controls[rows], pushes.durations)
+        full_ends.append(ends)
+        full_time += seconds
+        ends, seconds = timed(managed, pushes.initial[rows], pushes.controls[rows], pushes.durations)
+        managed_ends.append(ends)
+        managed_time += seconds
+    full_ends, managed_ends = np.concatenate(full_ends), np.concatenate(managed_ends)
+    position, yaw = push_errors(scene, managed_ends, full_ends)
+    controls_run = len(pushes.initial) * float(np.sum(pushes.durations))
+    counts = managed.counts
+    unstable = int(np.sum(~np.all(np.isfinite(full_ends), axis=1)))
+    return {
+        "objects": len(scene.objects),
+        "scene": scene.name,
+        "pushes": len(pushes.initial),
+        "speedup": full_time / managed_time,
+        "cost_full_ms": 1e3 * full_time / controls_run,
+        "cost_managed_ms": 1e3 * managed_time / controls_run,
+        "mean_error_mm": float(np.nanmean(position)),
+        "max_error_mm": float(np.nanmax(position)),
+        "mean_error_deg": float(np.nanmean(yaw)),
+        "max_error_deg": float(np.nanmax(yaw)),
+        "reruns": counts.reruns,
+        "segments": counts.segments,
+        "static_fraction": counts.static_objects / max(1, counts.segments * len(scene.objects)),
+        "unstable_full": unstable,
+    }
+
+
+def crossover(summary: list[dict]) -> int | None:
+    """The smallest object count from which on management pays (speedup > 1 there and above)."""
+    paying = None
+    for row in sorted(summary, key=lambda row: -row["objects"]):
+        if row["speedup"] <= 1.0:
+            break
+        paying = row["objects"]
+    return paying
+
+
+def figure(summary: list[dict]) -> Figure:
+    drawing = Figure(figsize=(6, 4))
+    axis = drawing.subplots()
+    objects = [row["objects"] for row in summary]
+    axis.plot(objects, [row["cost_full_ms"] for row in summary], "o-", label="full")
+    axis.plot(objects, [row["cost_managed_ms"] for row in summary], "s-", label="task-informed")
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel("objects")
+    axis.set_ylabel("CPU ms per 1 s control (serial)")
+    axis.legend()
+    return drawing
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="22 pushes per scene instead of 200")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the planner's noise")
+    args = parser.parse_args(argv)
+    samples = 10 if args.quick else 99  # pushes per scene: 2 (samples + 1)
+    started = machine()
+    summary = []
+    for scene in benchmark_scenes():
+        row = measure(scene, samples, args.seed)
+        summary.append(row)
+        print(f"{row['objects']:>3} objects: speedup {row['speedup']:.2f}, error mean {row['mean_error_mm']:.3f} "
+              f"max {row['max_error_mm']:.3f} mm, reruns {row['reruns']}/{row['segments']}", flush=True)
+    headers = ["objects", "pushes", "full ms", "managed ms", "speedup", "mean mm", "max mm", "mean deg", "reruns",
+               "static"]
+    table = format_table(headers, [[row["objects"], row["pushes"], f"{row['cost_full_ms']:.1f}",
+                                    f"{row['cost_managed_ms']:.1f}", f"{row['speedup']:.2f}",
+                                    f"{row['mean_error_mm']:.3f}", f"{row['max_error_mm']:.3f}",
+                                    f"{row['mean_error_deg']:.3f}", f"{row['reruns']}/{row['segments']}",
+                                    f"{row['static_fraction']:.2f}"] for row in summary])
+    print(table)
+    ended = machine()
+    payload = {
+        "quick": args.quick,
+        "seed": args.seed,
+        "machine": {**started, "uptime_at_end": ended["uptime_at_start"]},
+        "summary": summary,
+        "crossover_objects": crossover(summary),
+        "table": table,
+    }
+    json_path, _ = write_results("fidelity_management", payload, figure(summary))
+    print(f"crossover: management pays from {payload['crossover_objects']} object(s); wrote {json_path}")
+    worst = [row for row in summary if not math.isfinite(row["max_error_mm"])]
+    return 1 if worst else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

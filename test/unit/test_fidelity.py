@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from parapush.parareal import PararealOptions, PararealSolver
-from parapush.physics.backends import SerialBackend, ThreadBackend
+from parapush.physics.backends import ProcessBackend, SerialBackend, ThreadBackend
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fidelity import HIGH, LOW, MEDIUM, ManagedFineBackend, fidelity_levels
 from parapush.physics.fine import FineModel
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
 from parapush.scene import Scene, load_scene, scene_from_dict
 from parapush.sim.model_world import scene_initial_state
 
@@ -176,3 +177,25 @@ def test_crowded_scenes_load_with_cylinders_and_boxes() -> None:
         assert len(scene.objects) == count
         assert {spec.shape for spec in scene.objects} == {"cylinder", "box"}
         assert scene.goal is not None and scene.target == "object_00"
+
+
+def test_process_backend_gives_the_serial_managed_results(crowded: Scene, crowded_model: FineModel) -> None:
+    states, controls, durations = planner_like_pushes(crowded, 3, seed=6)
+    serial = ManagedFineBackend(SerialBackend(crowded_model), crowded_model).propagate(states, controls, durations)
+    with ProcessBackend(crowded, workers=1) as processes:
+        managed = ManagedFineBackend(processes, crowded_model)
+        assert np.array_equal(managed.propagate(states, controls, durations), serial)
+
+
+def test_the_engine_manages_fidelity_as_configured(crowded: Scene) -> None:
+    states, controls, _ = planner_like_pushes(crowded, 1, seed=7)
+    request = PredictionRequest(initial_state=states[0], controls=np.repeat(controls, 2, axis=0)[None],
+                                durations=np.ones((1, 2)), model="fine")
+    with PredictionEngine(crowded, ModelConfig(backend="serial", coarse_model="analytical")) as managed, \
+            PredictionEngine(crowded, ModelConfig(backend="serial", coarse_model="analytical",
+                                                  fidelity="full")) as full:
+        assert isinstance(managed.backend, ManagedFineBackend) and not isinstance(full.backend, ManagedFineBackend)
+        fast, exact = managed.predict(request), full.predict(request)
+        assert fast.fidelity_reruns == 0 and managed.statistics().fidelity_reruns == 0
+        assert managed.backend.counts.static_objects > 0
+        assert np.max(np.abs(fast.trajectories - exact.trajectories)[..., :2 + 3 * 8]) < 2e-3

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
     )
         projector = load_projector(scene, not args.no_projection)
-        with make_fine_backend(args.backend, fine_model, args.workers) as backend:
+        with make_fine_backend(args.backend, fine_model, args.workers, args.fidelity) as backend:
             solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
             for where, offset in (("centre", 0.0), ("side", SIDE_FRACTION * slider_half_width(scene))):
                 start = push_start_states(scene, np.array([offset]))

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
     )
     projector = load_projector(scene, not args.no_projection)
-    with make_fine_backend(args.backend, fine_model, args.workers) as backend:
+    with make_fine_backend(args.backend, fine_model, args.workers, args.fidelity) as backend:
         solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
         started = time.perf_counter()
         parareal = solver.solve(

@@ -11,7 +11,10 @@ changes hit both alike) as CPU time of this process per 1 s control; ``speedup``
 managed. The error is the managed end state against the full one after 4 s: the largest
 object position error (mm) and yaw error (deg) per push; ``reruns`` counts the managed
 segments that were run again at full fidelity. ``crossover_objects``: the smallest object
-count at which management pays (speedup > 1).
+count from which on management pays (speedup >= ``PAYS``). ``parareal_k1_latency``: the
+prediction engine's Parareal K = 1 (threads backend, analytical coarse model) on the planner's
+21 pushes of 4 s in ``crowded_16``, wall time per prediction (median), ``fidelity`` full and
+task_informed alternating.
 
     python bench/fidelity_management.py [--quick] [--seed 0]
 
@@ -34,6 +37,7 @@ from fine_model_cost import machine, planner_set, push_errors
 from parapush.physics.backends import SerialBackend
 from parapush.physics.fidelity import ManagedFineBackend
 from parapush.physics.fine import FineModel
+from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
 from parapush.scene import Scene, load_scene
 from parareal_common import format_table, write_results
 
@@ -41,6 +45,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENES = ROOT / "config" / "scenes"
 CHUNK = 10
 """Pushes per timed chunk (full and managed alternate chunk by chunk)."""
+PAYS = 1.1
+"""Management "pays" where it makes the fine model at least this much faster."""
+LATENCY_SCENE = "crowded_16"
 
 
 def benchmark_scenes() -> list[Scene]:
@@ -102,11 +109,35 @@ def measure(scene: Scene, samples: int, seed: int) -> dict:
     }
 
 
+def parareal_latency(samples: int, repeats: int, seed: int) -> dict:
+    """Wall time of the prediction engine's Parareal K = 1 (threads backend) on the planner's
+    batch of pushes in ``LATENCY_SCENE``, ``fidelity`` full and task_informed, interleaved."""
+    scene = load_scene(SCENES / f"{LATENCY_SCENE}.yaml")
+    pushes = planner_set(scene, samples, np.random.default_rng([seed, 99]))
+    count = samples + 1  # the pushes from the scene's start
+    request = PredictionRequest(initial_state=pushes.initial[0], controls=pushes.controls[:count],
+                                durations=np.repeat(pushes.durations[None], count, axis=0),
+                                model="parareal", iterations=1)
+    times: dict[str, list[float]] = {"full": [], "task_informed": []}
+    engines = {name: PredictionEngine(scene, ModelConfig(fidelity=name, coarse_model="analytical"))
+               for name in times}
+    try:
+        for _ in range(repeats):
+            for name, engine in engines.items():
+                times[name].append(engine.predict(request).time_total)
+    finally:
+        for engine in engines.values():
+            engine.close()
+    medians = {name: float(np.median(values)) for name, values in times.items()}
+    return {"scene": LATENCY_SCENE, "sequences": count, "controls": len(pushes.durations),
+            "median_s": medians, "speedup": medians["full"] / medians["task_informed"], "repeats": repeats}
+
+
 def crossover(summary: list[dict]) -> int | None:
-    """The smallest object count from which on management pays (speedup > 1 there and above)."""
+    """The smallest object count from which on management pays (speedup >= PAYS there and above)."""
     paying = None
     for row in sorted(summary, key=lambda row: -row["objects"]):
-        if row["speedup"] <= 1.0:
+        if row["speedup"] < PAYS:
             break
         paying = row["objects"]
     return paying
@@ -146,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                                     f"{row['mean_error_deg']:.3f}", f"{row['reruns']}/{row['segments']}",
                                     f"{row['static_fraction']:.2f}"] for row in summary])
     print(table)
+    latency = parareal_latency(samples=20, repeats=3 if args.quick else 9, seed=args.seed)
+    print(f"Parareal K=1 on {latency['scene']} ({latency['sequences']} sequences): median "
+          f"{latency['median_s']['full']:.3f} s full, {latency['median_s']['task_informed']:.3f} s managed")
     ended = machine()
     payload = {
         "quick": args.quick,
@@ -153,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {**started, "uptime_at_end": ended["uptime_at_start"]},
         "summary": summary,
         "crossover_objects": crossover(summary),
+        "crossover_rule": f"smallest object count from which on speedup >= {PAYS}",
+        "parareal_k1_latency": latency,
         "table": table,
     }
     json_path, _ = write_results("fidelity_management", payload, figure(summary))

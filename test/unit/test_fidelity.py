@@ -194,8 +194,8 @@ def test_the_engine_manages_fidelity_as_configured(crowded: Scene) -> None:
     with PredictionEngine(crowded, ModelConfig(backend="serial", coarse_model="analytical")) as managed, \
             PredictionEngine(crowded, ModelConfig(backend="serial", coarse_model="analytical",
                                                   fidelity="full")) as full:
-        assert isinstance(managed.backend, ManagedFineBackend) and not isinstance(full.backend, ManagedFineBackend)
+        assert isinstance(managed.fine, ManagedFineBackend) and full.fine is full.backend
         fast, exact = managed.predict(request), full.predict(request)
         assert fast.fidelity_reruns == 0 and managed.statistics().fidelity_reruns == 0
-        assert managed.backend.counts.static_objects > 0
+        assert managed.fine.counts.static_objects > 0
         assert np.max(np.abs(fast.trajectories - exact.trajectories)[..., :2 + 3 * 8]) < 2e-3

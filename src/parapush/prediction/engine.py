@@ -151,12 +151,13 @@ class PredictionEngine:
         self.unavailable_coarse: dict[str, str] = {}
         self._load_learned(resolve)
         self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", ValueError)
-        self.fine_backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers)
-        # the simulated world builds its own full-fidelity FineModel; only predictions are managed
-        self.backend: FineBackend = (ManagedFineBackend(self.fine_backend, self.fine_model)
-                                     if self.config.fidelity == "task_informed" else self.fine_backend)
+        self.backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers)
+        # what the solvers run: the backend, managed when configured (the simulated world builds
+        # its own full-fidelity FineModel; only predictions are managed)
+        self.fine: FineBackend = (ManagedFineBackend(self.backend, self.fine_model)
+                                  if self.config.fidelity == "task_informed" else self.backend)
         self._solvers = {
-            name: PararealSolver(coarse=model, fine=self.backend, projector=self.projector)
+            name: PararealSolver(coarse=model, fine=self.fine, projector=self.projector)
             for name, model in self._coarse.items()
         }
         self._lock = threading.Lock()
@@ -300,7 +301,7 @@ class PredictionEngine:
     @property
     def fidelity_reruns(self) -> int:
         """Fine segments run again at full fidelity so far (0 with ``fidelity: full``)."""
-        return self.backend.counts.reruns if isinstance(self.backend, ManagedFineBackend) else 0
+        return self.fine.counts.reruns if isinstance(self.fine, ManagedFineBackend) else 0
 
     def _outcome(
         self, model: str, result: PararealResult, started: float, moved: float, reruns: int
@@ -349,7 +350,7 @@ class PredictionEngine:
                 mean_iterations=iterations,
                 workers=int(self.backend.workers),
                 backend=self.config.backend,
-                worker_restarts=int(getattr(self.fine_backend, "replaced_workers", 0)),  # process backend only
+                worker_restarts=int(getattr(self.backend, "replaced_workers", 0)),  # process backend only
                 fidelity_reruns=self.fidelity_reruns,
             )
 

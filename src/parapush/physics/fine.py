@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 
 from parapush.physics.fine_settings import FineSettings
-from parapush.physics.mjcf import object_body_name, scene_to_mjcf
+from parapush.physics.mjcf import DISABLED_PAIRS_ANCHOR, object_body_name, scene_to_mjcf
 from parapush.physics.propagator import check_batch
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import Scene, StateLayout
@@ -35,8 +35,6 @@ SETTLE_DURATION = 0.5
 FIDELITY_MODEL_CACHE = 256
 """How many fidelity variants (one per pattern of dynamic objects) a fine model keeps."""
 
-TABLE_CONTACT_OFF = -1.0
-"""``pair_margin`` (m) that disables an object's table contact in a fidelity variant."""
 
 
 def check_dynamic(layout: StateLayout, dynamic: np.ndarray, states: np.ndarray) -> np.ndarray:
@@ -116,6 +114,11 @@ class FineModel:
             for i in range(self.layout.object_count)
         ], dtype=np.int64)
         self._object_bodies = np.array([model.body(object_body_name(i)).id for i in range(self.layout.object_count)])
+        # (pair, first object, second object or -1 for an obstacle) of the objects' lateral pairs
+        owner = {model.geom(f"{object_body_name(i)}_collider").id: i for i in range(self.layout.object_count)}
+        lateral = [(pair, owner[int(model.pair_geom1[pair])], owner.get(int(model.pair_geom2[pair]), -1))
+                   for pair in range(model.npair) if int(model.pair_geom1[pair]) in owner]
+        self._lateral_pairs = np.array(lateral, dtype=np.int64).reshape(-1, 3)
         self.rest_heights = np.zeros(self.layout.object_count)
         self.rest_heights = self._settle()
 
@@ -218,7 +221,8 @@ class FineModel:
         """The model in which only the ``dynamic`` objects move (fidelity management).
 
         A static object keeps its lateral colliders (the pusher and the dynamic objects
-        collide with it: medium fidelity) but loses its table contact and floats with
+        collide with it: medium fidelity; its contacts with other static objects and with
+        obstacles are off) but loses its table contact and floats with
         MuJoCo's gravity compensation, so with no lateral contact it stays exactly where it
         is, at no solver cost; it may fall asleep (MuJoCo's sleep: its tree is then skipped
         by the kinematics and dynamics until a contact wakes it). Sleeping or awake, a
@@ -250,7 +254,13 @@ class FineModel:
             variant = copy.copy(self._fidelity_base)
             self._copy_parameters(variant)
             variant.body_gravcomp[self._object_bodies[dynamic]] = 0.0
-            variant.pair_margin[self._table_pairs[~dynamic]] = TABLE_CONTACT_OFF
+            # pairs switched off: static objects' table contacts; two static bodies (objects
+            # or obstacles) never push each other
+            anchor = variant.geom(DISABLED_PAIRS_ANCHOR).id
+            variant.pair_geom1[self._table_pairs[~dynamic]] = anchor
+            pairs, first, second = self._lateral_pairs.T
+            both_static = ~dynamic[first] & ((second < 0) | ~dynamic[np.maximum(second, 0)])
+            variant.pair_geom1[pairs[both_static]] = anchor
             # static trees may sleep (MuJoCo then skips their kinematics and dynamics; a contact
             # wakes them); the pusher and the dynamic objects never do
             variant.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_SLEEP)
@@ -283,7 +293,7 @@ class FineModel:
     def _copy_parameters(self, variant: mujoco.MjModel) -> None:
         """Give ``variant`` the object parameters identification may change in :attr:`mj_model`."""
         model = self.mj_model
-        for name in ("body_mass", "body_inertia", "body_ipos", "pair_friction", "pair_margin"):
+        for name in ("body_mass", "body_inertia", "body_ipos", "pair_friction"):
             getattr(variant, name)[:] = getattr(model, name)
 
     # -- simulation -----------------------------------------------------------------------

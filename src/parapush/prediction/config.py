@@ -70,7 +70,9 @@ class ModelConfig:
             smaller overlaps (mocap noise) are projected away.
         fidelity: ``"full"`` (every object simulated) or ``"task_informed"`` (only the objects
             a segment's push can reach are dynamic, :mod:`parapush.physics.fidelity`); the
-            simulated world always runs at full fidelity.
+            simulated world always runs at full fidelity. Default by ``bench/fidelity_management.py``:
+            the fine model costs 2.4-2.7x less at 8-32 objects, the same at 1-4, and its error
+            against full fidelity stays within the chaos floor.
         fine: the fine MuJoCo model's settings.
     """
 

@@ -115,28 +115,31 @@ def load_projector(scene: Scene, enabled: bool) -> Any:
         sys.exit("projection: parapush.physics.projection is not implemented yet (use --no-projection)")
 
 
-def make_fine_backend(name: str, fine_model: Any, workers: int) -> Any:
-    """A fine backend by name; exits with a clear message when it is unavailable."""
+def make_fine_backend(name: str, fine_model: Any, workers: int, fidelity: str = "full") -> Any:
+    """A fine backend by name, with task-informed fidelity management when ``fidelity`` is
+    ``"task_informed"``; exits with a clear message when it is unavailable."""
     from parapush.physics.backends import make_backend
+    from parapush.physics.fidelity import ManagedFineBackend
 
     try:
-        return make_backend(name, fine_model, workers=workers)
+        backend = make_backend(name, fine_model, workers=workers)
     except NotImplementedError:
         sys.exit(f"--backend {name}: this fine backend is not implemented yet (try --backend serial)")
+    return ManagedFineBackend(backend, fine_model) if fidelity == "task_informed" else backend
 
 
 @contextmanager
 def solver_from_arguments(args: argparse.Namespace, scene: Scene) -> Iterator[Any]:
     """The :class:`PararealSolver` for ``scene`` that :func:`common_arguments` describe: the fine
-    model (default settings) on ``--backend`` x ``--workers``, ``--coarse`` and the projection unless
-    ``--no-projection``. The fine backend is closed on exit."""
+    model (default settings) on ``--backend`` x ``--workers`` with ``--fidelity``, ``--coarse``
+    and the projection unless ``--no-projection``. The fine backend is closed on exit."""
     from parapush.parareal import PararealSolver
     from parapush.physics.fine import FineModel
 
     fine_model = FineModel(scene)
     coarse = load_coarse(args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings)
     projector = load_projector(scene, not args.no_projection)
-    with make_fine_backend(args.backend, fine_model, args.workers) as backend:
+    with make_fine_backend(args.backend, fine_model, args.workers, args.fidelity) as backend:
         yield PararealSolver(coarse=coarse, fine=backend, projector=projector)
 
 
@@ -162,6 +165,8 @@ def common_arguments(description: str) -> argparse.ArgumentParser:
         help="coarse model (default: analytical)",
     )
     parser.add_argument("--learned-weights", default=None, help="weights of the learned coarse model")
+    parser.add_argument("--fidelity", default="full", choices=("full", "task_informed"),
+                        help="fine-model fidelity management (default: full)")
     parser.add_argument("--no-projection", action="store_true", help="disable the feasibility projection")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     return parser

@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     serial = PararealSolver(coarse=coarse, fine=SerialBackend(fine_model), projector=projector)
     figure = Figure(figsize=(6 * (len(slice_counts) + 1), 4.5), layout="constrained")
     axes = figure.subplots(1, len(slice_counts) + 1)
-    with make_fine_backend(args.backend, fine_model, args.workers) as backend:
+    with make_fine_backend(args.backend, fine_model, args.workers, args.fidelity) as backend:
         workers = backend.workers
         ceiling = MachineCeiling(workers)
         parallel = PararealSolver(coarse=coarse, fine=backend, projector=projector)

@@ -12,6 +12,7 @@ import pytest
 
 from parapush.parareal import MODELS, SCHEDULES, PararealOptions, PararealSolver
 from parapush.physics.backends import BACKEND_NAMES
+from parapush.physics.fidelity import FIDELITIES
 from parapush.physics.fine_settings import FineSettings
 from parapush.planning import PredictiveModel
 from parapush.prediction import (
@@ -58,6 +59,7 @@ def test_the_name_tuples_are_defined_once() -> None:
                if "setting" in item.metadata}
     assert choices["name"] is MODELS and choices["schedule"] is SCHEDULES
     assert choices["backend"] is BACKEND_NAMES and choices["coarse_model"] is COARSE_MODELS
+    assert choices["fidelity"] is FIDELITIES
     # No second tuple of these names anywhere in the library.
     pattern = re.compile(r'^\s*[A-Z_]+ = \("(coarse|parareal|fine|auto|serial|threads|processes|analytical)"',
                          re.MULTILINE)
@@ -65,7 +67,7 @@ def test_the_name_tuples_are_defined_once() -> None:
                    for _ in pattern.finditer(path.read_text())]
     assert sorted(definitions) == sorted([
         "parapush/parareal/solver.py", "parapush/parareal/schedule.py",
-        "parapush/physics/backends/factory.py", "parapush/prediction/config.py",
+        "parapush/physics/backends/factory.py", "parapush/physics/fidelity.py", "parapush/prediction/config.py",
     ])
 
 

@@ -12,13 +12,15 @@ start, which depends on the history. Every segment starts with a zero warm start
 
 from __future__ import annotations
 
+import copy
 import threading
+from collections import OrderedDict
 
 import mujoco
 import numpy as np
 
 from parapush.physics.fine_settings import FineSettings
-from parapush.physics.mjcf import object_body_name, scene_to_mjcf
+from parapush.physics.mjcf import DISABLED_PAIRS_ANCHOR, object_body_name, scene_to_mjcf
 from parapush.physics.propagator import check_batch
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import Scene, StateLayout
@@ -29,6 +31,19 @@ PHYSICS_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
 SETTLE_DURATION = 0.5
 """Time the objects are left to settle on the table when the model is built, s."""
+
+FIDELITY_MODEL_CACHE = 256
+"""How many fidelity variants (one per pattern of dynamic objects) a fine model keeps."""
+
+
+
+def check_dynamic(layout: StateLayout, dynamic: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """``dynamic`` as an (M, n) bool array matching ``states`` (M, D); ValueError naming it."""
+    dynamic = np.asarray(dynamic)
+    expected = (states.shape[0], layout.object_count)
+    if dynamic.shape != expected or dynamic.dtype != bool:
+        raise ValueError(f"dynamic: expected a bool array of shape {expected}, got {dynamic.dtype} {dynamic.shape}")
+    return dynamic
 
 
 class FineModel:
@@ -87,7 +102,23 @@ class FineModel:
             )
         self._object_heights = np.array([spec.height for spec in scene.objects])
         self._data = mujoco.MjData(model)
+        self._fidelity_data: mujoco.MjData | None = None
         self._data_lock = threading.Lock()
+        self._fidelity_base: mujoco.MjModel | None = None
+        self._fidelity_models: OrderedDict[bytes, mujoco.MjModel] = OrderedDict()
+        self._fidelity_lock = threading.Lock()
+        table = model.geom("table").id
+        self._table_pairs = np.array([
+            int(np.flatnonzero((model.pair_geom1 == table)
+                               & (model.pair_geom2 == model.geom(f"{object_body_name(i)}_support").id))[0])
+            for i in range(self.layout.object_count)
+        ], dtype=np.int64)
+        self._object_bodies = np.array([model.body(object_body_name(i)).id for i in range(self.layout.object_count)])
+        # (pair, first object, second object or -1 for an obstacle) of the objects' lateral pairs
+        owner = {model.geom(f"{object_body_name(i)}_collider").id: i for i in range(self.layout.object_count)}
+        lateral = [(pair, owner[int(model.pair_geom1[pair])], owner.get(int(model.pair_geom2[pair]), -1))
+                   for pair in range(model.npair) if int(model.pair_geom1[pair]) in owner]
+        self._lateral_pairs = np.array(lateral, dtype=np.int64).reshape(-1, 3)
         self.rest_heights = np.zeros(self.layout.object_count)
         self.rest_heights = self._settle()
 
@@ -184,17 +215,99 @@ class FineModel:
         :func:`parapush.physics.table_support.objects_off_table`)."""
         return objects_off_table(self.scene, states)
 
+    # -- fidelity variants ------------------------------------------------------------------
+    def fidelity_model(self, dynamic: np.ndarray) -> mujoco.MjModel:
+        """The model in which only the ``dynamic`` objects move (fidelity management).
+
+        A static object keeps its lateral colliders (the pusher and the dynamic objects
+        collide with it: medium fidelity; its contacts with other static objects and with
+        obstacles are off) but loses its table contact and floats with
+        MuJoCo's gravity compensation, so with no lateral contact it stays exactly where it
+        is, at no solver cost; it may fall asleep (MuJoCo's sleep: its tree is then skipped
+        by the kinematics and dynamics until a contact wakes it). Sleeping or awake, a
+        static tree does not change the dynamic ones' results (measured bit for bit), so
+        the results do not depend on the ``MjData``'s history (a touched static object is
+        detected and its segment re-run by :class:`parapush.physics.fidelity.ManagedFineBackend`).
+        Variants are copies of one gravity-compensated model compiled once (the first time one
+        is needed), kept per pattern (at most :data:`FIDELITY_MODEL_CACHE`); they run on an
+        ``MjData`` of :meth:`new_fidelity_data`. With every object dynamic the variant's
+        results equal :attr:`mj_model`'s bit for bit.
+
+        Args:
+            dynamic: (n,) bool, the objects that move.
+        Returns:
+            an ``MjModel``; treat it as read-only.
+        """
+        dynamic = np.asarray(dynamic, dtype=bool)
+        if dynamic.shape != (self.layout.object_count,):
+            raise ValueError(f"dynamic: expected shape ({self.layout.object_count},), got {dynamic.shape}")
+        key = np.packbits(dynamic).tobytes()
+        with self._fidelity_lock:
+            variant = self._fidelity_models.get(key)
+            if variant is not None:
+                self._fidelity_models.move_to_end(key)
+                return variant
+            if self._fidelity_base is None:
+                self._fidelity_base = mujoco.MjModel.from_xml_string(
+                    scene_to_mjcf(self.scene, self.settings, gravity_compensated=True))
+            variant = copy.copy(self._fidelity_base)
+            self._copy_parameters(variant)
+            variant.body_gravcomp[self._object_bodies[dynamic]] = 0.0
+            # pairs switched off: static objects' table contacts; two static bodies (objects
+            # or obstacles) never push each other
+            anchor = variant.geom(DISABLED_PAIRS_ANCHOR).id
+            variant.pair_geom1[self._table_pairs[~dynamic]] = anchor
+            pairs, first, second = self._lateral_pairs.T
+            both_static = ~dynamic[first] & ((second < 0) | ~dynamic[np.maximum(second, 0)])
+            variant.pair_geom1[pairs[both_static]] = anchor
+            # static trees may sleep (MuJoCo then skips their kinematics and dynamics; a contact
+            # wakes them); the pusher and the dynamic objects never do
+            variant.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+            variant.tree_sleep_policy[:] = int(mujoco.mjtSleepPolicy.mjSLEEP_NEVER)
+            static_trees = variant.body_treeid[self._object_bodies[~dynamic]]
+            variant.tree_sleep_policy[static_trees] = int(mujoco.mjtSleepPolicy.mjSLEEP_ALLOWED)
+            self._fidelity_models[key] = variant
+            if len(self._fidelity_models) > FIDELITY_MODEL_CACHE:
+                self._fidelity_models.popitem(last=False)
+            return variant
+
+    def new_fidelity_data(self) -> mujoco.MjData:
+        """A fresh ``MjData`` for the fidelity variants (MuJoCo's sleep needs one made by a
+        model with sleep enabled; do not mix it with :attr:`mj_model`)."""
+        return mujoco.MjData(self.fidelity_model(np.ones(self.layout.object_count, dtype=bool)))
+
+    def fidelity_models(self, dynamic: np.ndarray) -> list[mujoco.MjModel]:
+        """:meth:`fidelity_model` of each row of ``dynamic`` (M, n) bool."""
+        dynamic = np.asarray(dynamic, dtype=bool)
+        if dynamic.ndim != 2:
+            raise ValueError(f"dynamic: expected shape (M, {self.layout.object_count}), got {dynamic.shape}")
+        return [self.fidelity_model(row) for row in dynamic]
+
+    def parameters_changed(self) -> None:
+        """Forget the fidelity variants: call after changing :attr:`mj_model`'s parameters in
+        place (object identification), so that later variants copy the new values."""
+        with self._fidelity_lock:
+            self._fidelity_models.clear()
+
+    def _copy_parameters(self, variant: mujoco.MjModel) -> None:
+        """Give ``variant`` the object parameters identification may change in :attr:`mj_model`."""
+        model = self.mj_model
+        for name in ("body_mass", "body_inertia", "body_ipos", "pair_friction"):
+            getattr(variant, name)[:] = getattr(model, name)
+
     # -- simulation -----------------------------------------------------------------------
     def new_data(self) -> mujoco.MjData:
         """A fresh ``MjData`` for this model (costs ~0.4 ms: reuse it)."""
         return mujoco.MjData(self.mj_model)
 
     def simulate_physics(
-        self, data: mujoco.MjData, physics_state: np.ndarray, control: np.ndarray, steps: int
+        self, data: mujoco.MjData, physics_state: np.ndarray, control: np.ndarray, steps: int,
+        model: mujoco.MjModel | None = None,
     ) -> np.ndarray:
         """Run one segment on ``data`` (the reference loop): restore ``physics_state`` (S,),
-        zero the warm start, hold ``control`` (2,) m/s for ``steps`` steps; returns (S,)."""
-        model = self.mj_model
+        zero the warm start, hold ``control`` (2,) m/s for ``steps`` steps; returns (S,).
+        ``model``: :attr:`mj_model` (None) or a variant of the same sizes."""
+        model = self.mj_model if model is None else model
         mujoco.mj_setState(model, data, physics_state, PHYSICS_STATE)
         data.qacc_warmstart[:] = 0.0
         data.ctrl[:] = control
@@ -204,7 +317,9 @@ class FineModel:
         mujoco.mj_getState(model, data, result, PHYSICS_STATE)
         return result
 
-    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+    def propagate(
+        self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray, *, dynamic: np.ndarray | None = None
+    ) -> np.ndarray:
         """Serial reference: each row restored (warm start zeroed), its control held for
         ``steps_for(duration)`` steps of ``mj_step``, and read back.
 
@@ -212,16 +327,25 @@ class FineModel:
             states: (M, D) float64 states; non-finite rows give NaN rows.
             controls: (M, 2) pusher velocities, m/s, table frame.
             durations: (M,) s, whole numbers of timesteps.
+            dynamic: optional (M, n) bool: simulate row m in :meth:`fidelity_model` of
+                ``dynamic[m]`` (None: every object dynamic, the full model).
         Returns:
             (M, D) states; NaN rows where the simulation became unstable.
         """
         states, controls, durations = check_batch(self.layout, states, controls, durations)
+        models = None if dynamic is None else self.fidelity_models(check_dynamic(self.layout, dynamic, states))
         steps = self.steps_for_each(durations)
         physics = self.to_physics_state(states)
         valid = np.all(np.isfinite(physics), axis=1)
         with self._data_lock:
+            data = self._data
+            if models is not None:
+                if self._fidelity_data is None:
+                    self._fidelity_data = self.new_fidelity_data()
+                data = self._fidelity_data
             for row in np.flatnonzero(valid):
-                physics[row] = self.simulate_physics(self._data, physics[row], controls[row], int(steps[row]))
+                physics[row] = self.simulate_physics(data, physics[row], controls[row], int(steps[row]),
+                                                     None if models is None else models[row])
         return self.from_physics_state(physics)
 
     def _settle(self) -> np.ndarray:

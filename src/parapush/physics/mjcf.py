@@ -63,6 +63,9 @@ if TYPE_CHECKING:
 OBSTACLE_HEIGHT = 0.1
 """Height of the obstacle geoms, m (the scene gives none; taller than every object)."""
 
+DISABLED_PAIRS_ANCHOR = "disabled_pairs_anchor"
+"""Geom of the gravity-compensated model that switched-off contact pairs point at."""
+
 _MJCF_INTEGRATORS = {"euler": "Euler", "implicitfast": "implicitfast", "rk4": "RK4"}
 
 
@@ -104,9 +107,13 @@ def _object_inertia(spec: ObjectSpec) -> tuple[float, float, float]:
     )
 
 
-def _add_object(world: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings) -> None:
+def _add_object(
+    world: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings, gravity_compensated: bool
+) -> None:
     name = object_body_name(index)
     body = _element(world, "body", name=name, pos="0 0 0")
+    if gravity_compensated:
+        body.set("gravcomp", "1")
     _element(body, "joint", name=f"{name}_x", type="slide", axis="1 0 0")
     _element(body, "joint", name=f"{name}_y", type="slide", axis="0 1 0")
     _element(body, "joint", name=f"{name}_z", type="slide", axis="0 0 1")
@@ -146,8 +153,15 @@ def pusher_servo_gain(scene: Scene, settings: FineSettings) -> float:
     return settings.pusher_servo_ratio * (scene.pusher.mass + settings.pusher_armature) / settings.timestep
 
 
-def scene_to_mjcf(scene: Scene, settings: FineSettings) -> str:
+def scene_to_mjcf(scene: Scene, settings: FineSettings, *, gravity_compensated: bool = False) -> str:
     """MJCF XML of the scene for the fine model (see the module docstring for the choices).
+
+    ``gravity_compensated`` gives every object body ``gravcomp="1"`` and adds a tiny sphere
+    ``DISABLED_PAIRS_ANCHOR`` far from everything: the base of the fidelity variants
+    (:meth:`parapush.physics.fine.FineModel.fidelity_model`), in which a static object floats
+    exactly in place without its table contacts (a pair is switched off by pointing it at
+    the anchor, which MuJoCo's bounding-sphere test then skips); a variant that sets an
+    object's ``body_gravcomp`` back to 0 simulates it exactly as the plain model does.
 
     Bodies: ``pusher`` (joints ``pusher_x``, ``pusher_y``; actuators ``pusher_vx``,
     ``pusher_vy``), ``object<i>`` (joints ``object<i>_x|_y|_z|_yaw``), ``obstacle<j>``.
@@ -175,9 +189,12 @@ def scene_to_mjcf(scene: Scene, settings: FineSettings) -> str:
                        0.0, pusher.height)
 
     for index, spec in enumerate(scene.objects):
-        _add_object(world, index, spec, settings)
+        _add_object(world, index, spec, settings, gravity_compensated)
     for index, obstacle in enumerate(scene.obstacles):
         _add_obstacle(world, index, obstacle, settings)
+    if gravity_compensated:
+        _element(world, "geom", name=DISABLED_PAIRS_ANCHOR, type="sphere", size="0.001",
+                 pos=_numbers(1.0e6, 1.0e6, 0.0))
 
     contact = _element(root, "contact")
 

@@ -21,9 +21,10 @@ import numpy as np
 
 from parapush.identification import ObjectModelVariants, ObjectParameters
 from parapush.parareal import PararealResult, PararealSolver, PhysicsDivergenceError
-from parapush.physics.backends import make_backend
+from parapush.physics.backends import FineBackend, make_backend
 from parapush.physics.backends.processes import WorkerError
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+from parapush.physics.fidelity import ManagedFineBackend, resolve_fidelity
 from parapush.physics.fine import FineModel
 from parapush.physics.projection import FeasibilityProjector
 from parapush.prediction.config import ModelConfig
@@ -62,6 +63,8 @@ class PredictionOutcome:
         time_coarse, time_fine, time_correction: s inside the solver.
         time_total: s from the request to the answer, validation included.
         initial_projection: m, how far the initial state's bodies were moved out of overlap.
+        fidelity_reruns: fine segments of this request run again at full fidelity because a
+            static object should have moved (``fidelity: task_informed``; 0 otherwise).
     """
 
     trajectories: np.ndarray
@@ -77,6 +80,7 @@ class PredictionOutcome:
     time_correction: float
     time_total: float
     initial_projection: float
+    fidelity_reruns: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ class EngineStatistics:
         mean_iterations: mean Parareal iterations over the recent window.
         workers: configured fine workers; backend: its name.
         worker_restarts: fine worker processes replaced so far (process backend).
+        fidelity_reruns: fine segments run again at full fidelity so far (task-informed fidelity).
     """
 
     requests: int
@@ -100,6 +105,7 @@ class EngineStatistics:
     workers: int
     backend: str
     worker_restarts: int
+    fidelity_reruns: int = 0
 
 
 class PredictionEngine:
@@ -146,8 +152,13 @@ class PredictionEngine:
         self._load_learned(resolve)
         self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", ValueError)
         self.backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers)
+        # what the solvers run: the backend, managed when configured (the simulated world builds
+        # its own full-fidelity FineModel; only predictions are managed)
+        self.fidelity = resolve_fidelity(self.config.fidelity, len(scene.objects))
+        self.fine: FineBackend = (ManagedFineBackend(self.backend, self.fine_model)
+                                  if self.fidelity == "task_informed" else self.backend)
         self._solvers = {
-            name: PararealSolver(coarse=model, fine=self.backend, projector=self.projector)
+            name: PararealSolver(coarse=model, fine=self.fine, projector=self.projector)
             for name, model in self._coarse.items()
         }
         self._lock = threading.Lock()
@@ -216,6 +227,7 @@ class PredictionEngine:
         with self._lock:  # never while a prediction reads the model
             previous = variants.current()
             variants.apply(self.fine_model.mj_model, parameters)
+            self.fine_model.parameters_changed()
         return previous
 
     def _variants(self, object_name: str) -> ObjectModelVariants:
@@ -271,6 +283,7 @@ class PredictionEngine:
         schedule = "parareal" if model == "coarse" else self.config.schedule
         solver = self._solvers[coarse]
         with self._lock:
+            reruns_before = self.fidelity_reruns
             try:
                 if model == "fine":
                     result = solver.predict_fine(
@@ -283,9 +296,17 @@ class PredictionEngine:
                 raise DivergedSequenceError(error.sequence, f"the fine physics diverged: {error}") from None
             except WorkerError as error:
                 raise PredictionError(f"a fine worker failed: {error}") from None
-        return self._outcome(model, result, started, moved)
+            reruns = self.fidelity_reruns - reruns_before
+        return self._outcome(model, result, started, moved, reruns)
 
-    def _outcome(self, model: str, result: PararealResult, started: float, moved: float) -> PredictionOutcome:
+    @property
+    def fidelity_reruns(self) -> int:
+        """Fine segments run again at full fidelity so far (0 with ``fidelity: full``)."""
+        return self.fine.counts.reruns if isinstance(self.fine, ManagedFineBackend) else 0
+
+    def _outcome(
+        self, model: str, result: PararealResult, started: float, moved: float, reruns: int
+    ) -> PredictionOutcome:
         trajectories = np.asarray(result.trajectories)
         if not np.all(np.isfinite(trajectories)):
             raise PredictionError("the prediction contains non-finite states")
@@ -303,6 +324,7 @@ class PredictionEngine:
             time_correction=float(result.time_correction),
             time_total=time.perf_counter() - started,
             initial_projection=moved,
+            fidelity_reruns=reruns,
         )
 
     # -- bookkeeping ----------------------------------------------------------------------------
@@ -329,7 +351,8 @@ class PredictionEngine:
                 mean_iterations=iterations,
                 workers=int(self.backend.workers),
                 backend=self.config.backend,
-                worker_restarts=int(getattr(self.backend, "replaced_workers", 0))  # process backend only,
+                worker_restarts=int(getattr(self.backend, "replaced_workers", 0)),  # process backend only
+                fidelity_reruns=self.fidelity_reruns,
             )
 
     def close(self) -> None:

@@ -17,8 +17,11 @@ class FineBackend(Protocol):
 
     workers: int
 
-    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
-        """As :meth:`parapush.physics.fine.FineModel.propagate`, bit-identical to it."""
+    def propagate(
+        self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray, *, dynamic: np.ndarray | None = None
+    ) -> np.ndarray:
+        """As :meth:`parapush.physics.fine.FineModel.propagate`, bit-identical to it (``dynamic``:
+        the objects that move in each row, see :meth:`~parapush.physics.fine.FineModel.fidelity_model`)."""
         ...
 
     def close(self) -> None:

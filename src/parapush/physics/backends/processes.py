@@ -29,7 +29,7 @@ import mujoco.rollout
 import numpy as np
 
 from parapush.physics.backends.threads import check_workers
-from parapush.physics.fine import FineModel
+from parapush.physics.fine import FineModel, check_dynamic
 from parapush.physics.fine_settings import FineSettings
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene
@@ -44,17 +44,25 @@ class WorkerError(RuntimeError):
 
 
 def _simulate_chunk(
-    fine_model: FineModel, runner: mujoco.rollout.Rollout, data: mujoco.MjData,
-    physics: np.ndarray, controls: np.ndarray, steps: np.ndarray,
+    fine_model: FineModel, runner: mujoco.rollout.Rollout, datas: dict[str, mujoco.MjData],
+    physics: np.ndarray, controls: np.ndarray, steps: np.ndarray, dynamic: np.ndarray | None,
 ) -> np.ndarray:
-    """Simulate a chunk of segments with single-threaded rollout, grouped by step count."""
+    """Simulate a chunk of segments with single-threaded rollout, grouped by step count
+    (``dynamic``: (M, n) bool per row for the fidelity variants, or None)."""
     result = physics.copy()
     for step_count in np.unique(steps):
         rows = np.flatnonzero(steps == step_count)
         count = rows.size
         control = np.ascontiguousarray(np.broadcast_to(controls[rows, None, :], (count, int(step_count), 2)))
+        if dynamic is None:
+            models, data = fine_model.mj_model, datas["full"]
+        else:
+            models = fine_model.fidelity_models(dynamic[rows])
+            if "fidelity" not in datas:
+                datas["fidelity"] = fine_model.new_fidelity_data()
+            data = datas["fidelity"]
         trajectory, _ = runner.rollout(
-            fine_model.mj_model, [data], physics[rows], control, nstep=int(step_count),
+            models, [data], physics[rows], control, nstep=int(step_count),
             initial_warmstart=np.zeros((count, fine_model.mj_model.nv)),
         )
         result[rows] = trajectory[:, -1, :]
@@ -66,7 +74,7 @@ def _worker_main(connection: multiprocessing.connection.Connection, scene: Scene
     try:
         fine_model = FineModel(scene, settings)
         runner = mujoco.rollout.Rollout(nthread=0)
-        data = fine_model.new_data()
+        datas = {"full": fine_model.new_data()}
         connection.send(("ready", fine_model.rest_heights))
     except Exception:  # report any start-up failure to the parent, then exit
         connection.send(("failed", traceback.format_exc()))
@@ -78,9 +86,10 @@ def _worker_main(connection: multiprocessing.connection.Connection, scene: Scene
             return
         if message[0] == "stop":
             return
-        _, task_id, physics, controls, steps = message
+        _, task_id, physics, controls, steps, dynamic = message
         try:
-            connection.send(("done", task_id, _simulate_chunk(fine_model, runner, data, physics, controls, steps)))
+            result = _simulate_chunk(fine_model, runner, datas, physics, controls, steps, dynamic)
+            connection.send(("done", task_id, result))
         except Exception:
             connection.send(("error", task_id, traceback.format_exc()))
 
@@ -183,8 +192,11 @@ class ProcessBackend:
         self.replaced_workers += 1
 
     # -- calls ----------------------------------------------------------------------------
-    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
-        """As :meth:`parapush.physics.fine.FineModel.propagate`, bit-identical to it.
+    def propagate(
+        self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray, *, dynamic: np.ndarray | None = None
+    ) -> np.ndarray:
+        """As :meth:`parapush.physics.fine.FineModel.propagate`, bit-identical to it (each
+        worker builds the fidelity variants of ``dynamic`` from its own model).
 
         Raises:
             WorkerError: a chunk's worker died more than ``retries`` times, a worker raised,
@@ -192,6 +204,8 @@ class ProcessBackend:
         """
         model = self.fine_model
         states, controls, durations = check_batch(self.layout, states, controls, durations)
+        if dynamic is not None:
+            dynamic = check_dynamic(self.layout, dynamic, states)
         steps = model.steps_for_each(durations)
         physics = model.to_physics_state(states)
         valid_rows = np.flatnonzero(np.all(np.isfinite(physics), axis=1))
@@ -200,7 +214,7 @@ class ProcessBackend:
                 raise RuntimeError("ProcessBackend: propagate called after close()")
             self._ensure_alive()
             chunks = [_Chunk(rows) for rows in self._split(valid_rows, steps)]
-            self._run(chunks, physics, controls, steps)
+            self._run(chunks, physics, controls, steps, dynamic)
         for chunk in chunks:
             physics[chunk.rows] = chunk.result
         return model.from_physics_state(physics)
@@ -214,7 +228,10 @@ class ProcessBackend:
         bounds = np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts, side="left") + 1
         return [chunk for chunk in np.split(rows, bounds) if chunk.size]
 
-    def _run(self, chunks: list[_Chunk], physics: np.ndarray, controls: np.ndarray, steps: np.ndarray) -> None:
+    def _run(
+        self, chunks: list[_Chunk], physics: np.ndarray, controls: np.ndarray, steps: np.ndarray,
+        dynamic: np.ndarray | None,
+    ) -> None:
         pending = list(range(len(chunks)))
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
 
@@ -222,7 +239,8 @@ class ProcessBackend:
             chunk = chunks[index]
             chunk.attempts += 1
             worker.task = index
-            worker.connection.send(("run", index, physics[chunk.rows], controls[chunk.rows], steps[chunk.rows]))
+            worker.connection.send(("run", index, physics[chunk.rows], controls[chunk.rows], steps[chunk.rows],
+                                    None if dynamic is None else dynamic[chunk.rows]))
 
         try:
             while pending or any(worker.task is not None for worker in self._pool):

@@ -15,8 +15,10 @@ class SerialBackend:
         self.layout = fine_model.layout
         self.workers = 1
 
-    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
-        return self.fine_model.propagate(states, controls, durations)
+    def propagate(
+        self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray, *, dynamic: np.ndarray | None = None
+    ) -> np.ndarray:
+        return self.fine_model.propagate(states, controls, durations, dynamic=dynamic)
 
     def close(self) -> None:
         pass

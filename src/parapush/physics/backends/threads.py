@@ -18,7 +18,7 @@ import mujoco.batch
 import mujoco.rollout
 import numpy as np
 
-from parapush.physics.fine import FineModel
+from parapush.physics.fine import FineModel, check_dynamic
 from parapush.physics.propagator import check_batch
 from parapush.validation import check_integer
 
@@ -72,6 +72,7 @@ class ThreadBackend:
         self._closed = False
         self._rollout: mujoco.rollout.Rollout | None = None
         self._datas: list[mujoco.MjData] = []
+        self._fidelity_datas: list[mujoco.MjData] = []
         self._trajectory = np.empty(0)
         self._batch: mujoco.batch.Batch | None = None
         if engine == "rollout":
@@ -85,6 +86,7 @@ class ThreadBackend:
         durations: np.ndarray,
         *,
         models: Sequence[mujoco.MjModel] | None = None,
+        dynamic: np.ndarray | None = None,
     ) -> np.ndarray:
         """As :meth:`parapush.physics.fine.FineModel.propagate`, bit-identical to it.
 
@@ -92,9 +94,17 @@ class ThreadBackend:
             models: optional (M,) MuJoCo models, one per row: variants of the fine model's
                 ``mj_model`` with other parameter values but the same sizes (e.g.
                 :class:`parapush.identification.ObjectModelVariants`); ``rollout`` engine only.
+            dynamic: optional (M, n) bool, the objects that move in each row (the fine
+                model's fidelity variants); ``rollout`` engine only, not with ``models``.
         """
         model = self.fine_model
         states, controls, durations = check_batch(self.layout, states, controls, durations)
+        if dynamic is not None:
+            if models is not None:
+                raise ValueError("dynamic: give either models or dynamic, not both")
+            models = model.fidelity_models(check_dynamic(self.layout, dynamic, states))
+            if self.engine == "rollout" and not self._fidelity_datas:
+                self._fidelity_datas = [model.new_fidelity_data() for _ in range(self.workers)]
         if models is not None:
             if self.engine != "rollout":
                 raise ValueError(f"models: per-row models need engine='rollout', this backend runs {self.engine!r}")
@@ -110,13 +120,16 @@ class ThreadBackend:
                 rows = np.flatnonzero(valid & (steps == step_count))
                 if self.engine == "rollout":
                     row_models = None if models is None else [models[row] for row in rows]
-                    physics[rows] = self._run_rollout(physics[rows], controls[rows], int(step_count), row_models)
+                    datas = self._fidelity_datas if dynamic is not None else self._datas
+                    physics[rows] = self._run_rollout(physics[rows], controls[rows], int(step_count), row_models,
+                                                      datas)
                 else:
                     physics[rows] = self._run_batch(physics[rows], controls[rows], int(step_count))
         return model.from_physics_state(physics)
 
     def _run_rollout(
-        self, physics: np.ndarray, controls: np.ndarray, steps: int, models: list[mujoco.MjModel] | None
+        self, physics: np.ndarray, controls: np.ndarray, steps: int, models: list[mujoco.MjModel] | None,
+        datas: list[mujoco.MjData],
     ) -> np.ndarray:
         """Rollout in calls of at most ROLLOUT_BUFFER_BYTES of recorded trajectory."""
         per_row = steps * physics.shape[1] * physics.itemsize
@@ -125,7 +138,7 @@ class ThreadBackend:
         for start in range(0, physics.shape[0], rows_per_call):
             rows = slice(start, start + rows_per_call)
             row_models = self.fine_model.mj_model if models is None else models[rows]
-            parts.append(self._run_rollout_call(physics[rows], controls[rows], steps, row_models))
+            parts.append(self._run_rollout_call(physics[rows], controls[rows], steps, row_models, datas))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _run_rollout_call(
@@ -134,6 +147,7 @@ class ThreadBackend:
         controls: np.ndarray,
         steps: int,
         models: mujoco.MjModel | list[mujoco.MjModel],
+        datas: list[mujoco.MjData],
     ) -> np.ndarray:
         count, size = physics.shape
         needed = count * steps * size
@@ -144,7 +158,7 @@ class ThreadBackend:
         assert self._rollout is not None
         self._rollout.rollout(
             models,
-            self._datas,
+            datas,
             physics,
             control,
             nstep=steps,
@@ -190,6 +204,7 @@ class ThreadBackend:
                 self._rollout = None
             self._batch = None
             self._datas = []
+            self._fidelity_datas = []
             self._trajectory = np.empty(0)
 
     def __enter__(self) -> ThreadBackend:

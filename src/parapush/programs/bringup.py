@@ -167,19 +167,7 @@ class Bringup:
 
     def describe_network(self) -> list[str]:
         """What the nodes join and where they reach the devices, one line each (printed at start)."""
-        lines = [self.network.describe() if self.network is not None else
-                 f"ROS domain {os.environ.get('ROS_DOMAIN_ID', '0 (default)')}, discovery range "
-                 f"{os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', 'SYSTEM_DEFAULT')} (inherited)"]
-        if self.device_ports is not None:
-            lines.append(f"simulated devices on 127.0.0.1: {self.device_ports.describe()}")
-        addresses = []
-        for node in self.graph.for_profile(self.profile):
-            for name in self.graph.device_addresses.get(node.name, ()):
-                value = self.graph.parameter_value(node, self.profile, name, self.overrides.get(node.name))
-                addresses.append(f"{node.name}.{name} = {value}")
-        if addresses:
-            lines.append("device addresses: " + ", ".join(addresses))
-        return lines
+        return describe_network(self.graph, self.profile, self.network, self.device_ports, self.overrides)
 
     def start(self) -> None:
         """Start every node of the profile and the supervisor that applies the exit policy."""
@@ -269,6 +257,24 @@ class Bringup:
         self.stop()
 
 
+def describe_network(graph: NodeGraph, profile: str, network: StackNetwork | None,
+                     device_ports: SimDevicePorts | None, overrides: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """The domain, the discovery range, the simulated devices' ports and the device addresses, one line each."""
+    lines = [network.describe() if network is not None else
+             f"ROS domain {os.environ.get('ROS_DOMAIN_ID', '0 (default)')}, discovery range "
+             f"{os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', 'SYSTEM_DEFAULT')} (inherited)"]
+    if device_ports is not None:
+        lines.append(f"simulated devices on 127.0.0.1: {device_ports.describe()}")
+    addresses = []
+    for node in graph.for_profile(profile):
+        for name in graph.device_addresses.get(node.name, ()):
+            value = graph.parameter_value(node, profile, name, overrides.get(node.name))
+            addresses.append(f"{node.name}.{name} = {value}")
+    if addresses:
+        lines.append("device addresses: " + ", ".join(addresses))
+    return lines
+
+
 def _stop_processes(processes: Sequence[subprocess.Popen], timeout: float) -> None:
     """SIGINT, then SIGTERM, then SIGKILL, each after waiting for the processes to exit."""
     for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
@@ -346,20 +352,42 @@ def graph_nodes_on_network(network: StackNetwork, names: Sequence[str], wait: fl
         context.try_shutdown()
 
 
-def isolated_bringup(profile: str, scene_file: str = DEFAULT_SCENE,
-                     overrides: Mapping[str, Mapping[str, object]] | None = None, log_dir: Path | None = None, *,
-                     domain: int | None = None, ports: str | None = None, join: bool = False,
-                     discovery_wait: float = 2.0, network_file: Path | None = None, **options) -> Bringup:
-    """A :class:`Bringup` on the profile's network (``config/network.yaml``, or ``network_file``).
+@dataclass
+class PreparedNetwork:
+    """A profile's network, chosen (:func:`prepare_network`).
+
+    Attributes:
+        network: the domain and discovery range.
+        lease: the domain's reservation when it was chosen here (``auto``), else None.
+        device_ports: the simulated devices' ports when chosen here (``device_ports: auto``), else None.
+    """
+
+    network: StackNetwork
+    lease: DomainLease | None
+    device_ports: SimDevicePorts | None
+
+    def overrides(self, overrides: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, dict[str, object]]:
+        """The device ports' parameter overrides, then ``overrides`` (which win)."""
+        merged = self.device_ports.overrides() if self.device_ports is not None else {}
+        for node, values in (overrides or {}).items():
+            merged.setdefault(node, {}).update(values)
+        return merged
+
+
+def prepare_network(profile: str, graph: NodeGraph, *, domain: int | str | None = None,
+                    discovery_range: str | None = None, ports: str | None = None,
+                    join: bool = False, discovery_wait: float = 2.0,
+                    network_file: Path | None = None) -> PreparedNetwork:
+    """The profile's network from ``config/network.yaml`` (or ``network_file``), with the caller's choices.
 
     Args:
-        domain: the ROS domain instead of the file's (e.g. to reach a stack on a known domain).
-        ports: "auto" or "fixed" instead of the file's ``device_ports`` (sim profile).
-        join: start even when nodes of this graph already run on a domain given explicitly
-            (the file's or ``domain``); an ``auto`` domain is one no stack of this machine uses.
+        domain: a domain (or "auto") instead of the file's.
+        discovery_range: a ROS_AUTOMATIC_DISCOVERY_RANGE instead of the file's.
+        ports: "auto" or "fixed" instead of the file's ``device_ports`` (profiles of the
+            graph's ``loopback_profiles``: the simulated devices).
+        join: accept nodes of this graph already running on a domain given explicitly (the
+            file's or ``domain``); an ``auto`` domain is one no stack of this machine uses.
         discovery_wait: s to look for such nodes.
-        overrides: the caller's parameter overrides; they win over the chosen ports.
-        options: further :class:`Bringup` fields (``graph``, ``allow_loopback``, ...).
 
     Raises:
         NetworkError: invalid settings, or no free domain.
@@ -372,34 +400,45 @@ def isolated_bringup(profile: str, scene_file: str = DEFAULT_SCENE,
     if ports is not None and ports not in DEVICE_PORT_MODES:
         raise NetworkError(f"ports: expected one of {DEVICE_PORT_MODES}, got {ports!r}")
     chosen = domain if domain is not None else setting.domain
-    lease = None
-    if chosen == "auto":
-        lease = reserve_domain()
-        network = StackNetwork(lease.domain, setting.discovery_range)
-    else:
-        network = StackNetwork(chosen, setting.discovery_range)
+    lease = reserve_domain() if chosen == "auto" else None
     try:
-        graph = options.pop("graph", None) or load_graph()
+        network = StackNetwork(lease.domain if lease is not None else chosen,
+                               discovery_range or setting.discovery_range)
         if lease is None and not join:
-            names = [entry.name for entry in graph.nodes]
-            running = graph_nodes_on_network(network, names, discovery_wait)
+            running = graph_nodes_on_network(network, [entry.name for entry in graph.nodes], discovery_wait)
             if running:
                 raise StackConflictError(
                     f"domain {network.domain}: another stack runs there ({', '.join(running)} discovered with "
                     f"discovery range {network.discovery_range}); stop it, choose another domain (--domain), or "
                     f"join it on purpose (--join)")
-        device_ports = None
-        merged: dict[str, dict[str, object]] = {}
-        if profile in graph.loopback_profiles and (ports or setting.device_ports) == "auto":
-            device_ports = SimDevicePorts.free()
-            merged = device_ports.overrides()
-        for node, values in (overrides or {}).items():
-            merged.setdefault(node, {}).update(values)
-        return Bringup(profile, scene_file, merged, log_dir, graph=graph, network=network, domain_lease=lease,
-                       device_ports=device_ports, **options)
+        auto_ports = profile in graph.loopback_profiles and (ports or setting.device_ports) == "auto"
+        return PreparedNetwork(network, lease, SimDevicePorts.free() if auto_ports else None)
     except BaseException:
         if lease is not None:
             lease.release()
+        raise
+
+
+def isolated_bringup(profile: str, scene_file: str = DEFAULT_SCENE,
+                     overrides: Mapping[str, Mapping[str, object]] | None = None, log_dir: Path | None = None, *,
+                     domain: int | None = None, ports: str | None = None, join: bool = False,
+                     discovery_wait: float = 2.0, network_file: Path | None = None, **options) -> Bringup:
+    """A :class:`Bringup` on the profile's network (:func:`prepare_network`, same arguments).
+
+    Args:
+        overrides: the caller's parameter overrides; they win over the chosen ports.
+        options: further :class:`Bringup` fields (``graph``, ``allow_loopback``, ...).
+    """
+    graph = options.pop("graph", None) or load_graph()
+    prepared = prepare_network(profile, graph, domain=domain, ports=ports, join=join,
+                               discovery_wait=discovery_wait, network_file=network_file)
+    try:
+        return Bringup(profile, scene_file, prepared.overrides(overrides), log_dir, graph=graph,
+                       network=prepared.network, domain_lease=prepared.lease, device_ports=prepared.device_ports,
+                       **options)
+    except BaseException:
+        if prepared.lease is not None:
+            prepared.lease.release()
         raise
 
 

@@ -183,6 +183,8 @@ def try_lease(domain: int, lock_dir: Path = DEFAULT_LOCK_DIR) -> DomainLease | N
         lock_dir.chmod(0o1777)  # shared by every user of the machine, as /tmp
     path = lock_dir / f"domain-{domain}.lock"
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    with contextlib.suppress(OSError):
+        os.fchmod(descriptor, 0o666)  # the next user's stack opens it too (umask removed the bits)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -168,6 +168,9 @@ class DomainLease:
             os.close(self._descriptor)  # closing drops the flock
             self._descriptor = None
 
+    def __del__(self) -> None:  # an abandoned lease frees its domain
+        self.release()
+
     def __enter__(self) -> DomainLease:
         return self
 

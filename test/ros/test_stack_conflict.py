@@ -44,7 +44,7 @@ def foreign_node(name: str, network: StackNetwork):
         assert process.stdout.readline().strip() == "up"
         yield
     finally:
-        process.terminate()
+        process.kill()  # a stand-in: no clean shutdown to wait for
         process.wait(timeout=10)
 
 

@@ -135,9 +135,7 @@ class NodeGraph:
         for path in self.parameter_files(node, profile):
             data = yaml.safe_load(path.read_text()) or {}
             for section in (WILDCARD_SECTION, node.name):  # the node's own section wins
-                found = (data.get(section) or {}).get("ros__parameters", {})
-                for key in name.split("."):
-                    found = found.get(key, None) if isinstance(found, Mapping) else None
+                found = _dotted_value((data.get(section) or {}).get("ros__parameters", {}), name.split("."))
                 if found is not None:
                     value = found
         if overrides is not None and name in overrides:
@@ -194,6 +192,22 @@ class NodeGraph:
             if node.name == name:
                 return node
         raise KeyError(f"no node {name!r} in the graph; nodes: {[n.name for n in self.nodes]}")
+
+
+def _dotted_value(parameters: object, keys: list[str]) -> object | None:
+    """The value of the parameter named by ``keys`` in a ROS parameter mapping, where any run of
+    them may be one key with dots (``gripper: {address: ...}`` or ``gripper.address: ...``)."""
+    if not keys:
+        return parameters
+    if not isinstance(parameters, Mapping):
+        return None
+    for split in range(len(keys), 0, -1):
+        key = ".".join(keys[:split])
+        if key in parameters:
+            found = _dotted_value(parameters[key], keys[split:])
+            if found is not None:
+                return found
+    return None
 
 
 def is_loopback_address(host: str) -> bool:

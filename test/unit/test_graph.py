@@ -134,3 +134,23 @@ def test_device_addresses_must_name_graph_nodes(tmp_path):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(GraphError, match=r"device_addresses: no node\(s\) \['b'\]"):
         load_graph(path)
+
+
+def test_parameter_value_reads_nested_and_dotted_keys(tmp_path):
+    """ROS parameter files write ``gripper: {address: ...}`` or ``gripper.address: ...``; both count."""
+    (tmp_path / "node.yaml").write_text(yaml.safe_dump({"node": {"ros__parameters": {
+        "gripper": {"address": "/dev/ttyUSB0", "device_id": 9}}}}))
+    (tmp_path / "profile.yaml").write_text(yaml.safe_dump({"node": {"ros__parameters": {
+        "gripper.address": "tcp://127.0.0.1:15020"}}}))
+    nodes = [{"name": "node", "executable": "node", "parameters": "node.yaml", "profiles": ["sim", "real"],
+              "on_exit": "shutdown"}]
+    path = write_graph(tmp_path, nodes, [["node"]])
+    data = yaml.safe_load(path.read_text())
+    data.update(profile_parameters={"sim": "profile.yaml"})
+    path.write_text(yaml.safe_dump(data))
+    graph = load_graph(path)
+    node = graph.node("node")
+    assert graph.parameter_value(node, "real", "gripper.address") == "/dev/ttyUSB0"
+    assert graph.parameter_value(node, "sim", "gripper.address") == "tcp://127.0.0.1:15020"
+    assert graph.parameter_value(node, "sim", "gripper.device_id") == 9
+    assert graph.parameter_value(node, "sim", "gripper.width") is None

@@ -10,6 +10,12 @@ executor first, the drivers last); each node gets SIGINT, then SIGTERM, then SIG
 timeouts. Children also die with the bringup (Linux ``PR_SET_PDEATHSIG``), so no node or
 worker is orphaned.
 
+Each profile runs on the network of ``config/network.yaml`` (:func:`isolated_bringup`): the sim
+profile on a ROS domain of its own with discovery on this machine and its simulated devices
+on free ports, so two stacks on one machine never meet; the robot profile on the robot's
+domain, refused when nodes of this graph already run there (``--join`` joins them). The
+domain, the discovery range and the devices' ports or addresses are printed at start.
+
     python -m parapush.programs.bringup --profile sim --scene clutter_fig1.yaml
 """
 
@@ -28,7 +34,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parapush.graph import DEFAULT_SCENE, PROFILES, NodeEntry, NodeGraph, load_graph, resolve_scene_path
+from parapush.graph import (
+    DEFAULT_SCENE,
+    PROFILES,
+    NodeEntry,
+    NodeGraph,
+    config_dir,
+    load_graph,
+    resolve_scene_path,
+)
+from parapush.stack_network import (
+    DEVICE_PORT_MODES,
+    DomainLease,
+    NetworkError,
+    SimDevicePorts,
+    StackNetwork,
+    load_network_settings,
+    reserve_domain,
+)
 
 _PR_SET_PDEATHSIG = 1
 
@@ -70,6 +93,10 @@ class Bringup:
         environment: extra environment variables for the children.
         allow_loopback: start a profile outside the graph's ``loopback_profiles`` (the robot)
             with device addresses on loopback (else refused: :meth:`NodeGraph.check_device_addresses`).
+        network: the ROS domain and discovery range of the children (their environment; printed
+            at start); None: inherited from this process.
+        domain_lease: the reservation of ``network.domain`` on this machine, released by :meth:`stop`.
+        device_ports: the simulated devices' ports when this stack chose them (printed at start).
         supervise_period: s between two checks of the exit policy.
         stop_timeout: s each stage gets to exit after SIGINT when the policy stops the stack.
         stop_reason: why the supervisor stopped the stack (None while it runs or when stopped by the caller).
@@ -83,6 +110,9 @@ class Bringup:
     graph: NodeGraph | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
     allow_loopback: bool = False
+    network: StackNetwork | None = None
+    domain_lease: DomainLease | None = None
+    device_ports: SimDevicePorts | None = None
     supervise_period: float = 0.1
     stop_timeout: float = 10.0
     nodes: list[RunningNode] = field(default_factory=list, init=False)
@@ -124,15 +154,25 @@ class Bringup:
                 self.command(entry),
                 stdout=output,
                 stderr=subprocess.STDOUT if output is not None else None,
-                env={**os.environ, **self.environment, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, **self.child_environment(), "PYTHONUNBUFFERED": "1"},
                 preexec_fn=_die_with_parent,
             )
         finally:
             if output is not None:
                 output.close()  # the child holds its own copy
 
+    def child_environment(self) -> dict[str, str]:
+        """The environment variables the nodes get on top of this process's: the network's, then ``environment``."""
+        return {**(self.network.environment() if self.network is not None else {}), **self.environment}
+
+    def describe_network(self) -> list[str]:
+        """What the nodes join and where they reach the devices, one line each (printed at start)."""
+        return describe_network(self.graph, self.profile, self.network, self.device_ports, self.overrides)
+
     def start(self) -> None:
         """Start every node of the profile and the supervisor that applies the exit policy."""
+        for line in self.describe_network():
+            self._say(line)
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
         for entry in self.graph.for_profile(self.profile):
@@ -203,6 +243,8 @@ class Bringup:
                     self._say(f"stopping {', '.join(node.entry.name for node in nodes)}")
                 _stop_processes([node.process for node in nodes], timeout)
         self._stopped.set()
+        if self.domain_lease is not None:
+            self.domain_lease.release()
         if self._supervisor is not None and self._supervisor is not threading.current_thread():
             self._supervisor.join(timeout=timeout)
         return {node.entry.name: node.process.returncode for node in self.nodes}
@@ -213,6 +255,24 @@ class Bringup:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def describe_network(graph: NodeGraph, profile: str, network: StackNetwork | None,
+                     device_ports: SimDevicePorts | None, overrides: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """The domain, the discovery range, the simulated devices' ports and the device addresses, one line each."""
+    lines = [network.describe() if network is not None else
+             f"ROS domain {os.environ.get('ROS_DOMAIN_ID', '0 (default)')}, discovery range "
+             f"{os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', 'SYSTEM_DEFAULT')} (inherited)"]
+    if device_ports is not None:
+        lines.append(f"simulated devices on 127.0.0.1: {device_ports.describe()}")
+    addresses = []
+    for node in graph.for_profile(profile):
+        for name in graph.device_addresses.get(node.name, ()):
+            value = graph.parameter_value(node, profile, name, overrides.get(node.name))
+            addresses.append(f"{node.name}.{name} = {value}")
+    if addresses:
+        lines.append("device addresses: " + ", ".join(addresses))
+    return lines
 
 
 def _stop_processes(processes: Sequence[subprocess.Popen], timeout: float) -> None:
@@ -235,6 +295,14 @@ def _parameter_text(value: object) -> str:
     return str(value)
 
 
+def add_network_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--domain`` and ``--ports``: the command-line overrides of ``config/network.yaml``."""
+    parser.add_argument("--domain", type=int, default=None,
+                        help="ROS domain of the stack (default: config/network.yaml's; sim: a free one)")
+    parser.add_argument("--ports", choices=DEVICE_PORT_MODES, default=None,
+                        help="simulated devices' ports: auto (free ones; sim default) or fixed (profile_sim.yaml's)")
+
+
 def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, str]]:
     """``node.parameter=value`` strings as {node: {parameter: value}}."""
     overrides: dict[str, dict[str, str]] = {}
@@ -247,6 +315,133 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, str]]:
     return overrides
 
 
+class StackConflictError(NetworkError):
+    """Nodes of this graph already run on the chosen domain (another stack)."""
+
+
+def graph_nodes_on_network(network: StackNetwork, names: Sequence[str], wait: float) -> list[str]:
+    """The nodes named in ``names`` that a participant on ``network`` discovers within ``wait`` s
+    (sorted "namespace/name" strings); rclpy is imported here, the rest of this module runs without it."""
+    import rclpy
+    from rclpy.context import Context
+
+    saved = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = network.discovery_range  # rcl reads it at init
+    context = Context()
+    try:
+        context.init(domain_id=network.domain, initialize_logging=False)
+    finally:
+        if saved is None:
+            os.environ.pop("ROS_AUTOMATIC_DISCOVERY_RANGE")
+        else:
+            os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = saved
+    try:
+        probe = rclpy.create_node(f"parapush_stack_probe_{os.getpid()}", context=context,
+                                  enable_rosout=False, start_parameter_services=False)
+        found: set[str] = set()
+        deadline = time.monotonic() + wait
+        while True:
+            found |= {f"{namespace.rstrip('/')}/{name}" for name, namespace in probe.get_node_names_and_namespaces()
+                      if name in names}
+            if found or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        probe.destroy_node()
+        return sorted(found)
+    finally:
+        context.try_shutdown()
+
+
+@dataclass
+class PreparedNetwork:
+    """A profile's network, chosen (:func:`prepare_network`).
+
+    Attributes:
+        network: the domain and discovery range.
+        lease: the domain's reservation when it was chosen here (``auto``), else None.
+        device_ports: the simulated devices' ports when chosen here (``device_ports: auto``), else None.
+    """
+
+    network: StackNetwork
+    lease: DomainLease | None
+    device_ports: SimDevicePorts | None
+
+    def overrides(self, overrides: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, dict[str, object]]:
+        """The device ports' parameter overrides, then ``overrides`` (which win)."""
+        merged = self.device_ports.overrides() if self.device_ports is not None else {}
+        for node, values in (overrides or {}).items():
+            merged.setdefault(node, {}).update(values)
+        return merged
+
+
+def prepare_network(profile: str, graph: NodeGraph, *, domain: int | str | None = None,
+                    discovery_range: str | None = None, ports: str | None = None,
+                    join: bool = False, discovery_wait: float = 2.0,
+                    network_file: Path | None = None) -> PreparedNetwork:
+    """The profile's network from ``config/network.yaml`` (or ``network_file``), with the caller's choices.
+
+    Args:
+        domain: a domain (or "auto") instead of the file's.
+        discovery_range: a ROS_AUTOMATIC_DISCOVERY_RANGE instead of the file's.
+        ports: "auto" or "fixed" instead of the file's ``device_ports`` (profiles of the
+            graph's ``loopback_profiles``: the simulated devices).
+        join: accept nodes of this graph already running on a domain given explicitly (the
+            file's or ``domain``); an ``auto`` domain is one no stack of this machine uses.
+        discovery_wait: s to look for such nodes.
+
+    Raises:
+        NetworkError: invalid settings, or no free domain.
+        StackConflictError: nodes of this graph already run on the domain and ``join`` is false.
+    """
+    settings = load_network_settings(network_file or config_dir() / "network.yaml")
+    if profile not in settings:
+        raise NetworkError(f"{network_file or 'network.yaml'}: no network for profile {profile!r}")
+    setting = settings[profile]
+    if ports is not None and ports not in DEVICE_PORT_MODES:
+        raise NetworkError(f"ports: expected one of {DEVICE_PORT_MODES}, got {ports!r}")
+    chosen = domain if domain is not None else setting.domain
+    lease = reserve_domain() if chosen == "auto" else None
+    try:
+        network = StackNetwork(lease.domain if lease is not None else chosen,
+                               discovery_range or setting.discovery_range)
+        if lease is None and not join:
+            running = graph_nodes_on_network(network, [entry.name for entry in graph.nodes], discovery_wait)
+            if running:
+                raise StackConflictError(
+                    f"domain {network.domain}: another stack runs there ({', '.join(running)} discovered with "
+                    f"discovery range {network.discovery_range}); stop it, choose another domain (--domain), or "
+                    f"join it on purpose (--join)")
+        auto_ports = profile in graph.loopback_profiles and (ports or setting.device_ports) == "auto"
+        return PreparedNetwork(network, lease, SimDevicePorts.free() if auto_ports else None)
+    except BaseException:
+        if lease is not None:
+            lease.release()
+        raise
+
+
+def isolated_bringup(profile: str, scene_file: str = DEFAULT_SCENE,
+                     overrides: Mapping[str, Mapping[str, object]] | None = None, log_dir: Path | None = None, *,
+                     domain: int | None = None, ports: str | None = None, join: bool = False,
+                     discovery_wait: float = 2.0, network_file: Path | None = None, **options) -> Bringup:
+    """A :class:`Bringup` on the profile's network (:func:`prepare_network`, same arguments).
+
+    Args:
+        overrides: the caller's parameter overrides; they win over the chosen ports.
+        options: further :class:`Bringup` fields (``graph``, ``allow_loopback``, ...).
+    """
+    graph = options.pop("graph", None) or load_graph()
+    prepared = prepare_network(profile, graph, domain=domain, ports=ports, join=join,
+                               discovery_wait=discovery_wait, network_file=network_file)
+    try:
+        return Bringup(profile, scene_file, prepared.overrides(overrides), log_dir, graph=graph,
+                       network=prepared.network, domain_lease=prepared.lease, device_ports=prepared.device_ports,
+                       **options)
+    except BaseException:
+        if prepared.lease is not None:
+            prepared.lease.release()
+        raise
+
+
 def main(args: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", choices=PROFILES, default="sim")
@@ -256,10 +451,17 @@ def main(args: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-dir", type=Path, default=None, help="write each node's output to DIR/<node>.log")
     parser.add_argument("--allow-loopback", action="store_true",
                         help="let the real profile reach devices on 127.0.0.1 (refused by default: the simulator's)")
+    add_network_arguments(parser)
+    parser.add_argument("--join", action="store_true",
+                        help="start even when nodes of this graph already run on the domain (another stack)")
     options = parser.parse_args(args)
     try:
-        bringup = Bringup(options.profile, options.scene, parse_overrides(options.param), options.log_dir,
-                          allow_loopback=options.allow_loopback)
+        bringup = isolated_bringup(options.profile, options.scene, parse_overrides(options.param), options.log_dir,
+                                   domain=options.domain, ports=options.ports, join=options.join,
+                                   allow_loopback=options.allow_loopback)
+    except StackConflictError as error:
+        print(f"[bringup] refused: {error}", file=sys.stderr, flush=True)
+        return 3
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     stopping = False

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -44,7 +45,7 @@ from parapush.graph import DEFAULT_SCENE, resolve_scene_path
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, trajectory_from_msg
 from parapush.nodes.recorder import McapRecorder
 from parapush.parareal import MODELS
-from parapush.programs.bringup import Bringup, parse_overrides
+from parapush.programs.bringup import add_network_arguments, isolated_bringup, parse_overrides
 from parapush.programs.render_run import render_recording
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
@@ -144,8 +145,10 @@ def run_demo(options: argparse.Namespace) -> int:
     print(f"[demo] scene '{scene.name}': push '{scene.target}' into the goal at {scene.goal.center} "
           f"(r = {scene.goal.radius} m) among {len(scene.objects) - 1} other object(s); run folder {out}")
     started = time.monotonic()
-    bringup = Bringup("sim", str(scene_path), overrides, out / "logs")
+    bringup = isolated_bringup("sim", str(scene_path), overrides, out / "logs", domain=options.domain,
+                               ports=options.ports)  # a domain and device ports of its own: config/network.yaml
     bringup.start()
+    os.environ.update(bringup.child_environment())  # this program's node joins the stack's network
     rclpy.init()
     node = rclpy.create_node("demo")
     executor = MultiThreadedExecutor(num_threads=4)
@@ -245,10 +248,11 @@ def main(args=None) -> int:
     parser.add_argument("--no-video", action="store_true", help="do not render run.gif after the run")
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME=VALUE",
                         help="parameter override for one node (repeatable)")
+    add_network_arguments(parser)
     options = parser.parse_args(args)
     try:
         return run_demo(options)
-    except (DemoError, FileNotFoundError) as error:
+    except (DemoError, FileNotFoundError, ValueError) as error:
         print(f"[demo] error: {error}", file=sys.stderr)
         return 2
 

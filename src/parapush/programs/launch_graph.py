@@ -4,6 +4,11 @@ Imported by the launch files in ``launch/``; :func:`generate_graph_launch_descri
 the ``launch`` and ``launch_ros`` packages of a full ROS 2 install (the pip wheels have none;
 there the bringup, :mod:`parapush.programs.bringup`, runs the same graph with the same exit
 policy). :func:`exit_policy_arguments` needs neither, so the policy is testable anywhere.
+
+The network is the bringup's (:func:`parapush.programs.bringup.prepare_network`, from
+``config/network.yaml``): launch arguments ``domain`` (a number or auto), ``discovery_range``,
+``device_ports`` (sim) and ``join``; the chosen domain and range are set in the environment
+of every node, the chosen ports passed as parameters, and all of it logged at start.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from parapush.graph import DEFAULT_SCENE, PACKAGE, NodeEntry, load_graph
+from parapush.stack_network import load_network_settings
 
 # Launch arguments passed to every node as parameter overrides (when the node declares them).
 SHARED_ARGUMENTS = {
@@ -49,11 +55,14 @@ def exit_policy_arguments(entry: NodeEntry, shutdown: Callable[[str], object]) -
 def generate_graph_launch_description(profile: str):
     """All nodes of ``profile`` ("sim" or "real") with their parameter files and exit policy."""
     from launch import LaunchDescription
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+    from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, SetEnvironmentVariable, Shutdown
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
 
+    from parapush.programs.bringup import describe_network, prepare_network
+
     graph = load_graph()
+    network = load_network_settings(graph.config_dir / "network.yaml")[profile]
     actions = [
         DeclareLaunchArgument(name, default_value=default, description=description)
         for name, (default, description) in SHARED_ARGUMENTS.items()
@@ -61,6 +70,15 @@ def generate_graph_launch_description(profile: str):
     actions.append(DeclareLaunchArgument("log_level", default_value="info", description="ROS log level"))
     actions.append(DeclareLaunchArgument("allow_loopback", default_value="false",
                                          description="true: let this profile reach devices on 127.0.0.1"))
+    actions.append(DeclareLaunchArgument("domain", default_value=str(network.domain),
+                                         description="ROS domain (auto: a free one of this machine)"))
+    actions.append(DeclareLaunchArgument("discovery_range", default_value=network.discovery_range,
+                                         description="ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes"))
+    actions.append(DeclareLaunchArgument("device_ports", default_value=network.device_ports,
+                                         description="simulated devices' ports: auto (free) or fixed"))
+    actions.append(DeclareLaunchArgument("join", default_value="false",
+                                         description="true: start even when this graph's nodes run on the domain"))
+    leases = []  # the auto domain's reservation, held while the launch runs
 
     def check_device_addresses(context) -> list:  # before any node starts; raising aborts the launch
         allow = LaunchConfiguration("allow_loopback").perform(context).strip().lower() in ("true", "1", "yes")
@@ -68,18 +86,36 @@ def generate_graph_launch_description(profile: str):
         return []
 
     actions.append(OpaqueFunction(function=check_device_addresses))
-    for entry in graph.for_profile(profile):
-        overrides = {name: LaunchConfiguration(name) for name in SHARED_ARGUMENTS}
-        actions.append(
-            Node(
-                package=PACKAGE,
-                executable=entry.executable,
-                name=entry.name,
-                output="screen",
-                emulate_tty=True,
-                parameters=[*(str(path) for path in graph.parameter_files(entry, profile)), overrides],
-                arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
-                **exit_policy_arguments(entry, lambda reason: Shutdown(reason=reason)),
+
+    def start_nodes(context) -> list:  # after the device check; raising aborts the launch
+        def argument(name: str) -> str:
+            return LaunchConfiguration(name).perform(context).strip()
+
+        domain = argument("domain")
+        prepared = prepare_network(profile, graph, domain=domain if domain == "auto" else int(domain),
+                                   discovery_range=argument("discovery_range"), ports=argument("device_ports"),
+                                   join=argument("join").lower() in ("true", "1"))
+        leases.append(prepared.lease)
+        overrides = prepared.overrides()
+        started = [SetEnvironmentVariable(name, value) for name, value in prepared.network.environment().items()]
+        started += [LogInfo(msg=line) for line in describe_network(graph, profile, prepared.network,
+                                                                   prepared.device_ports, overrides)]
+        for entry in graph.for_profile(profile):
+            shared = {name: LaunchConfiguration(name) for name in SHARED_ARGUMENTS}
+            started.append(
+                Node(
+                    package=PACKAGE,
+                    executable=entry.executable,
+                    name=entry.name,
+                    output="screen",
+                    emulate_tty=True,
+                    parameters=[*(str(path) for path in graph.parameter_files(entry, profile)), shared,
+                                overrides.get(entry.name, {})],
+                    arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
+                    **exit_policy_arguments(entry, lambda reason: Shutdown(reason=reason)),
+                )
             )
-        )
+        return started
+
+    actions.append(OpaqueFunction(function=start_nodes))
     return LaunchDescription(actions)

@@ -1,0 +1,266 @@
+"""The ROS network of one stack: its DDS domain, its discovery range, its simulated devices' ports.
+
+ROS-free (the bringup, the demo and the launch files apply it). Two stacks on one domain
+discover each other's nodes: the second one's goal reaches the first one's MPC, its executor
+the first one's gripper. So each profile's network is explicit (``config/network.yaml``):
+
+* ``sim``: ``domain: auto`` reserves a domain no other stack of this machine uses, for the life
+  of the run: an exclusive ``flock`` on ``<lock_dir>/domain-<d>.lock`` (released by the kernel
+  when the process ends, however it ends) and no DDS participant of this machine on it (one
+  holding a discovery port of the domain, :func:`domain_ports`); discovery stays on this
+  machine (``LOCALHOST``); the simulated devices listen on free ports (:class:`SimDevicePorts`).
+* ``real``: a fixed domain and range, the robot's (every computer of the robot's stack uses it).
+
+The RTPS port mapping (DDS-RTPS 2.x, section 9.6.1.1, the same for every DDS vendor): domain
+``d``'s discovery multicast port is ``7400 + 250 d``, participant ``i``'s discovery unicast
+port ``7400 + 250 d + 10 + 2 i``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from parapush.yaml_file import read_yaml
+
+DISCOVERY_RANGES = ("SUBNET", "LOCALHOST", "OFF", "SYSTEM_DEFAULT")
+"""Values of ROS_AUTOMATIC_DISCOVERY_RANGE (ROS 2 Iron and later)."""
+MAX_DOMAIN = 232
+"""The largest domain whose RTPS ports fit in 16 bits (7400 + 250 d + 250 <= 65535)."""
+AUTO_DOMAINS = range(10, 101)
+"""Domains ``domain: auto`` chooses from: above the default 0 and the few next to it that people
+pick by hand, below 101 (higher domains' ports reach Linux's ephemeral range, 32768+), and apart
+from the test suite's 100-199."""
+DEFAULT_LOCK_DIR = Path("/tmp/parapush-domains")
+PORT_BASE = 7400
+DOMAIN_GAIN = 250
+PARTICIPANT_GAIN = 2
+UNICAST_OFFSET = 10
+PROBED_PARTICIPANTS = 8
+"""Participant indices whose discovery ports are probed: DDS gives a new participant the lowest
+free index, so a domain in use holds index 0 unless its first participants have exited."""
+DEVICE_PORT_MODES = ("auto", "fixed")
+
+
+class NetworkError(ValueError):
+    """Invalid network settings, or no free domain; the message names the field or the domains tried."""
+
+
+@dataclass(frozen=True)
+class StackNetwork:
+    """The DDS domain and discovery range of a stack's processes.
+
+    Attributes:
+        domain: ROS_DOMAIN_ID, 0-232.
+        discovery_range: ROS_AUTOMATIC_DISCOVERY_RANGE, one of :data:`DISCOVERY_RANGES`.
+    """
+
+    domain: int
+    discovery_range: str
+
+    def __post_init__(self) -> None:
+        _check_domain(self.domain, "domain")
+        if self.discovery_range not in DISCOVERY_RANGES:
+            raise NetworkError(f"discovery_range: expected one of {DISCOVERY_RANGES}, got {self.discovery_range!r}")
+
+    def environment(self) -> dict[str, str]:
+        """The environment variables that put a ROS process on this network (read by rcl at init)."""
+        return {"ROS_DOMAIN_ID": str(self.domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": self.discovery_range}
+
+    def describe(self) -> str:
+        return f"ROS domain {self.domain}, discovery range {self.discovery_range}"
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """One profile's network as configured (``config/network.yaml``).
+
+    Attributes:
+        domain: a domain 0-232, or "auto" (reserve a free one of this machine: :func:`reserve_domain`).
+        discovery_range: one of :data:`DISCOVERY_RANGES`.
+        device_ports: "auto" (the simulated devices listen on free ports) or "fixed" (the ports of
+            the profile's parameter file); only the simulated profile has devices of its own.
+    """
+
+    domain: int | str
+    discovery_range: str
+    device_ports: str = "fixed"
+
+    def __post_init__(self) -> None:
+        if self.domain != "auto":
+            _check_domain(self.domain, "domain")
+        if self.discovery_range not in DISCOVERY_RANGES:
+            raise NetworkError(f"discovery_range: expected one of {DISCOVERY_RANGES}, got {self.discovery_range!r}")
+        if self.device_ports not in DEVICE_PORT_MODES:
+            raise NetworkError(f"device_ports: expected one of {DEVICE_PORT_MODES}, got {self.device_ports!r}")
+
+
+def _check_domain(domain: object, name: str) -> None:
+    if isinstance(domain, bool) or not isinstance(domain, int) or not 0 <= domain <= MAX_DOMAIN:
+        raise NetworkError(f"{name}: expected a ROS domain id in [0, {MAX_DOMAIN}] or 'auto', got {domain!r}")
+
+
+def load_network_settings(path: str | Path) -> dict[str, NetworkSettings]:
+    """{profile: settings} from a network file (``config/network.yaml``)."""
+    data = read_yaml(path, NetworkError, "network settings")
+    if not isinstance(data, Mapping):
+        raise NetworkError(f"{path}: expected a mapping from profiles to network settings")
+    settings = {}
+    for profile, entry in data.items():
+        if not isinstance(entry, Mapping):
+            raise NetworkError(f"{path}: {profile}: expected a mapping")
+        unknown = sorted(set(entry) - {"domain", "discovery_range", "device_ports"})
+        if unknown:
+            raise NetworkError(f"{path}: {profile}: unknown field(s) {unknown}")
+        try:
+            settings[profile] = NetworkSettings(**entry)
+        except (NetworkError, TypeError) as error:
+            raise NetworkError(f"{path}: {profile}.{error}") from None
+    return settings
+
+
+def domain_ports(domain: int, participants: int = PROBED_PARTICIPANTS) -> tuple[int, ...]:
+    """The UDP discovery ports of ``domain``: its multicast port, then the unicast ports of its
+    first ``participants`` participants (RTPS port mapping)."""
+    _check_domain(domain, "domain")
+    base = PORT_BASE + DOMAIN_GAIN * domain
+    return (base, *(base + UNICAST_OFFSET + PARTICIPANT_GAIN * index for index in range(participants)))
+
+
+def _udp_port_is_held(port: int) -> bool:
+    """Some socket of this machine holds UDP ``port`` (a bind on any address fails)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError as error:
+            if error.errno in (errno.EADDRINUSE, errno.EACCES):
+                return True
+            raise
+    return False
+
+
+def domain_in_use(domain: int) -> bool:
+    """A DDS participant of this machine is on ``domain`` (it holds one of :func:`domain_ports`)."""
+    return any(_udp_port_is_held(port) for port in domain_ports(domain))
+
+
+class DomainLease:
+    """An exclusive claim on a domain among this machine's stacks: an ``flock`` held until
+    :meth:`release` (or the process's end). Attributes: ``domain``, ``path`` (the lock file)."""
+
+    def __init__(self, domain: int, path: Path, descriptor: int) -> None:
+        self.domain = domain
+        self.path = path
+        self._descriptor: int | None = descriptor
+
+    @property
+    def held(self) -> bool:
+        return self._descriptor is not None
+
+    def release(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)  # closing drops the flock
+            self._descriptor = None
+
+    def __del__(self) -> None:  # an abandoned lease frees its domain
+        self.release()
+
+    def __enter__(self) -> DomainLease:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def try_lease(domain: int, lock_dir: Path = DEFAULT_LOCK_DIR) -> DomainLease | None:
+    """The lease of ``domain``, or None when another process holds it."""
+    _check_domain(domain, "domain")
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        lock_dir.chmod(0o1777)  # shared by every user of the machine, as /tmp
+    path = lock_dir / f"domain-{domain}.lock"
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    with contextlib.suppress(OSError):
+        os.fchmod(descriptor, 0o666)  # the next user's stack opens it too (umask removed the bits)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        return None
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, f"{os.getpid()}\n".encode())
+    return DomainLease(domain, path, descriptor)
+
+
+def reserve_domain(candidates: Iterable[int] = AUTO_DOMAINS, lock_dir: Path = DEFAULT_LOCK_DIR) -> DomainLease:
+    """The lease of the first domain of ``candidates`` that no other stack of this machine has
+    leased and no DDS participant of this machine uses.
+
+    Raises:
+        NetworkError: every candidate is taken (naming the range tried).
+    """
+    candidates = list(candidates)
+    for domain in candidates:
+        lease = try_lease(domain, lock_dir)
+        if lease is None:
+            continue
+        if domain_in_use(domain):
+            lease.release()
+            continue
+        return lease
+    raise NetworkError(f"domain: no free ROS domain among {candidates[0]}-{candidates[-1]} on this machine "
+                       f"(leases in {lock_dir}, or DDS participants on them)" if candidates else
+                       "domain: no candidate domains")
+
+
+@dataclass(frozen=True)
+class SimDevicePorts:
+    """Where the simulated devices listen (loopback) and the stack's nodes reach them.
+
+    Attributes:
+        natnet_command: UDP port of the simulated Motive's NatNet command socket (frames go there, unicast).
+        natnet_data: UDP port of its data (multicast) stream.
+        gripper_tcp: TCP port of the emulated Robotiq 2F-85 (Modbus TCP).
+    """
+
+    natnet_command: int
+    natnet_data: int
+    gripper_tcp: int
+
+    def __post_init__(self) -> None:
+        for name in ("natnet_command", "natnet_data", "gripper_tcp"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+                raise NetworkError(f"{name}: expected a port in [1, 65535], got {value!r}")
+        if self.natnet_command == self.natnet_data:
+            raise NetworkError(f"natnet_data: must differ from natnet_command ({self.natnet_command})")
+
+    @classmethod
+    def free(cls) -> SimDevicePorts:
+        """Ports no socket of this machine holds now (the OS picks them; each differs from the others)."""
+        with contextlib.ExitStack() as held:  # held together: the two UDP ports differ
+            sockets = []
+            for kind in (socket.SOCK_DGRAM, socket.SOCK_DGRAM, socket.SOCK_STREAM):
+                probe = held.enter_context(socket.socket(socket.AF_INET, kind))
+                probe.bind(("127.0.0.1", 0))
+                sockets.append(probe.getsockname()[1])
+        return cls(*sockets)
+
+    def overrides(self) -> dict[str, dict[str, object]]:
+        """The parameter overrides that give these ports to the simulated driver and to its clients."""
+        return {
+            "sim_driver": {"natnet_command_port": self.natnet_command, "natnet_data_port": self.natnet_data,
+                           "gripper_tcp_port": self.gripper_tcp},
+            "state_estimator": {"command_port": self.natnet_command},
+            "executor": {"gripper.address": f"tcp://127.0.0.1:{self.gripper_tcp}"},
+        }
+
+    def describe(self) -> str:
+        return (f"NatNet command UDP {self.natnet_command}, data UDP {self.natnet_data}, "
+                f"gripper Modbus TCP {self.gripper_tcp}")

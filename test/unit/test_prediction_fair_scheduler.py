@@ -31,9 +31,13 @@ def rows(count: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return states, controls, durations
 
 
+TAGS = {0.4: "medium", 0.25: "small"}
+"""Durations that tag the rows of a call (the large call's are 0.2 or 0.3 s)."""
+
+
 class RecordingBackend:
     """The thread backend, recording which call each batch belonged to (by its first row's
-    duration tag) and holding the first batch until ``release`` is set."""
+    duration) and holding the first batch until ``release`` is set."""
 
     def __init__(self, backend: ThreadBackend) -> None:
         self.backend = backend
@@ -43,7 +47,7 @@ class RecordingBackend:
         self.release = threading.Event()
 
     def propagate(self, states, controls, durations):
-        self.order.append("small" if states.shape[0] < 4 or durations[0] == 0.25 else "large")
+        self.order.append(TAGS.get(float(durations[0]), "large"))
         assert self.release.wait(10.0)
         return self.backend.propagate(states, controls, durations)
 
@@ -54,33 +58,39 @@ def thread_backend():
         yield backend
 
 
-def test_a_small_call_takes_turns_with_a_large_one_and_both_are_bit_identical(thread_backend) -> None:
+def test_new_calls_go_next_then_calls_take_turns_and_every_answer_is_bit_identical(thread_backend) -> None:
     recording = RecordingBackend(thread_backend)
     scheduler = FairFineScheduler(recording, batch_rows=4)
-    large = rows(40, seed=1)  # 10 batches of 4
-    small = rows(3, seed=2)
-    small[2][:] = 0.25
-    expected_large = thread_backend.propagate(*large)
-    expected_small = thread_backend.propagate(*small)
+    calls = {"large": rows(40, seed=1), "medium": rows(12, seed=2), "small": rows(3, seed=3)}  # 10, 3, 1 batches
+    calls["medium"][2][:] = 0.4
+    calls["small"][2][:] = 0.25
+    expected = {name: thread_backend.propagate(*call) for name, call in calls.items()}
     answers = {}
-    large_thread = threading.Thread(target=lambda: answers.__setitem__("large", scheduler.propagate(*large)))
-    large_thread.start()
+
+    def start(name: str) -> threading.Thread:
+        thread = threading.Thread(target=lambda: answers.__setitem__(name, scheduler.propagate(*calls[name])))
+        thread.start()
+        return thread
+
+    threads = [start("large")]
     while not recording.order:  # the large call's first batch is running (held)
         threading.Event().wait(0.001)
-    small_thread = threading.Thread(target=lambda: answers.__setitem__("small", scheduler.propagate(*small)))
-    small_thread.start()
+    threads.append(start("medium"))
     while scheduler.calls_in_progress < 2:
         threading.Event().wait(0.001)
+    threads.append(start("small"))
+    while scheduler.calls_in_progress < 3:
+        threading.Event().wait(0.001)
     recording.release.set()
-    large_thread.join(30.0)
-    small_thread.join(30.0)
-    # Turns: the large call's first batch was running when the small one arrived; the large call
-    # had the next turn, then the small one: its only batch ran third of 11, not last.
-    assert recording.order[:3] == ["large", "large", "small"] and len(recording.order) == 11
-    assert scheduler.batches_run == 11
-    np.testing.assert_array_equal(answers["large"], expected_large)
-    np.testing.assert_array_equal(answers["small"], expected_small)
-    assert scheduler.cost_estimator.fine_rate is not None
+    for thread in threads:
+        thread.join(30.0)
+    # The calls that arrived while the large one's first batch ran go next (the earlier first),
+    # then the calls in progress take turns: the small call's only batch ran third of 14, not last.
+    assert recording.order[:7] == ["large", "medium", "small", "large", "medium", "large", "medium"]
+    assert recording.order[7:] == ["large"] * 7 and scheduler.batches_run == 14
+    for name, answer in answers.items():
+        np.testing.assert_array_equal(answer, expected[name])
+    assert len(answers) == 3 and scheduler.cost_estimator.fine_rate is not None
 
 
 def test_a_failing_batch_fails_its_call_and_the_scheduler_goes_on(thread_backend) -> None:

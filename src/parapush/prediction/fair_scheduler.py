@@ -2,11 +2,15 @@
 
 :class:`FairFineScheduler` stands in front of a fine backend and is itself one (``propagate``,
 ``workers``, ``layout``): every call's rows are split into batches of ``batch_rows``, and the
-batches of the calls in progress run on the backend one at a time, taking the calls in turn
-(round-robin, one batch per turn). A small request that arrives while a large one runs
-therefore waits for about one batch per other call in progress, not for the large one to
-finish. The thread that waits for its own call runs whichever batch is next (no extra
-thread); the backend is only ever called by one thread at a time.
+batches of the calls in progress run on the backend one at a time. The next batch is taken
+from the call that has had the fewest batches so far (ties: the call that came first), i.e.
+least attained service: calls in progress together take turns batch by batch (round-robin),
+and a call that just arrived (a small request) goes next, after the batch that is running. A
+small request that arrives while a large one runs therefore waits for about one batch, not
+for the large one to finish; the large one still advances whenever the small ones leave the
+pool a turn, and every call is answered. The thread that waits for its own call runs
+whichever batch is next (no extra thread); the backend is only ever called by one thread at
+a time.
 
 Every row of a fine batch is simulated independently of the others (a zero warm start,
 its own data), so the split changes nothing: the result of a call equals the backend's
@@ -17,7 +21,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 
 import numpy as np
 
@@ -29,7 +32,10 @@ from parapush.validation import check_integer
 class _Call:
     """One ``propagate`` call in progress: its rows, the next batch to run, its output."""
 
-    def __init__(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray, batch_rows: int) -> None:
+    def __init__(
+        self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray, batch_rows: int, arrival: int
+    ) -> None:
+        self.arrival = arrival
         self.states = states
         self.controls = controls
         self.durations = durations
@@ -47,6 +53,11 @@ class _Call:
     @property
     def finished(self) -> bool:
         return self.error is not None or self.done_batches == len(self.starts)
+
+    @property
+    def priority(self) -> tuple[int, int]:
+        """Least attained service first (batches taken so far), then first come."""
+        return self.next_batch, self.arrival
 
     def take(self) -> slice:
         start = self.starts[self.next_batch]
@@ -87,7 +98,8 @@ class FairFineScheduler:
         self.batches_run = 0
         self.cost_estimator = CostEstimator()
         self._condition = threading.Condition()
-        self._turns: deque[_Call] = deque()  # calls with batches not yet started, in turn order
+        self._turns: list[_Call] = []  # calls with batches not yet started
+        self._arrivals = 0
         self._running = False
         self._closed = False
 
@@ -108,10 +120,11 @@ class FairFineScheduler:
         durations = np.asarray(durations)
         if states.shape[0] == 0:
             return self.backend.propagate(states, controls, durations)
-        call = _Call(states, controls, durations, self.batch_rows)
         with self._condition:
             if self._closed:
                 raise RuntimeError("FairFineScheduler: propagate called after close()")
+            self._arrivals += 1
+            call = _Call(states, controls, durations, self.batch_rows, self._arrivals)
             self._turns.append(call)
             while not call.finished:
                 if self._running or not self._turns:
@@ -125,10 +138,10 @@ class FairFineScheduler:
 
     def _run_next_batch(self) -> None:
         """Run the next turn's batch on the backend (called holding the condition, released meanwhile)."""
-        turn = self._turns.popleft()
+        turn = min(self._turns, key=lambda call: call.priority)
         rows = turn.take()
-        if turn.has_pending:
-            self._turns.append(turn)
+        if not turn.has_pending:
+            self._turns.remove(turn)
         self._running = True
         self._condition.release()
         result: np.ndarray | None = None

@@ -15,7 +15,7 @@ workers) and called over Fast DDS on loopback from this process:
 ``lost`` counts the requests (small, large) that got no successful answer within
 ``--timeout`` s. Writes ``bench/results/service_load.json``.
 
-    python bench/service_load.py [--idle 20] [--large-sequences 64] [--timeout 300]
+    python bench/service_load.py [--idle 20] [--large-sequences 64] [--timeout 300] [--parameter NAME:=VALUE]
 
 Targets (issue 19): small_p95_under_load_s <= 3 x small_p50_idle_s; lost = 0; the
 over-budget request refused with its estimate. Run it under ``flock /tmp/parapush-timing.lock``.
@@ -107,6 +107,8 @@ def main() -> int:
     parser.add_argument("--idle", type=int, default=20, help="small requests measured on the idle service")
     parser.add_argument("--large-sequences", type=int, default=64, help="sequences of the large request")
     parser.add_argument("--timeout", type=float, default=300.0, help="s to wait for any answer")
+    parser.add_argument("--parameter", action="append", default=[], metavar="NAME:=VALUE",
+                        help="another parameter of the service (repeatable), e.g. model.backend:=processes")
     options = parser.parse_args()
     load_before = bench_reference.load_average()
     scene = load_scene(resolve_scene_path(SCENE_NAME))
@@ -115,7 +117,7 @@ def main() -> int:
     service = subprocess.Popen(
         [sys.executable, "-m", "parapush.nodes.prediction_service", "--ros-args",
          "--params-file", str(config_dir() / "model.yaml"), "-p", f"scene_file:={SCENE_NAME}",
-         "-p", "model.workers:=2"],
+         "-p", "model.workers:=2", *(item for name in options.parameter for item in ("-p", name))],
         env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
     )
     rclpy.init(domain_id=int(domain))
@@ -177,6 +179,7 @@ def main() -> int:
         "lost": lost,
         "refused_over_budget": refused_over_budget,
         "refusal_message": refusal,
+        "service_parameters": options.parameter,
         "load_average": {"before": load_before, "after": bench_reference.load_average()},
         "machine": bench_reference.machine(),
     }

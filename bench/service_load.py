@@ -5,7 +5,7 @@ workers) and called over Fast DDS on loopback from this process:
 
 1. idle: ``--idle`` small requests (1 sequence x 4 controls of 1 s, the configured model:
    Parareal K = 1), one after the other: ``small_p50_idle_s``;
-2. under load: a large request (``--large-sequences`` x 8 controls of 1 s, model ``fine``)
+2. under load: a large request (``--large-sequences`` x 16 controls of 1 s, model ``fine``)
    is sent, and while it runs a small request is sent every 0.2 s (without waiting for the
    previous one): ``small_p95_under_load_s`` over the small requests sent while the large one
    was in progress, ``large_s`` the large one's round trip;
@@ -45,6 +45,8 @@ from parapush.scene import load_scene
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENE_NAME = "isrr_obstacle.yaml"
+LARGE_CONTROLS = 16
+"""Controls of the large request (of 1 s each): long enough for about 40 small requests beside it."""
 SMALL_PERIOD = 0.2
 """s between small requests under load (the issue's)."""
 PUSH = np.array([[0.025, 0.0], [0.025, 0.005], [0.02, -0.01], [0.025, 0.0]])
@@ -129,7 +131,7 @@ def main() -> int:
     spinner.start()
     calls = Calls(client)
     small = request_message(scene, 1, 4, 1.0, "", seed=1)
-    large = request_message(scene, options.large_sequences, 8, 1.0, "fine", seed=2)
+    large = request_message(scene, options.large_sequences, LARGE_CONTROLS, 1.0, "fine", seed=2)
     over_budget = request_message(scene, 64, 32, 10.0, "fine", seed=3)
     try:
         if not client.wait_for_service(timeout_sec=60):
@@ -174,7 +176,7 @@ def main() -> int:
         "small_in_service_p95_under_load_s": float(np.percentile(
             [r["response"].time_total for r in under_load if answered(r)], 95)) if load_latencies else None,
         "large_s": latency(large_record) if answered(large_record) else None,
-        "large_request": f"{options.large_sequences} x 8 controls of 1 s, model fine",
+        "large_request": f"{options.large_sequences} x {LARGE_CONTROLS} controls of 1 s, model fine",
         "small_request": "1 x 4 controls of 1 s, configured model (Parareal K=1)",
         "lost": lost,
         "refused_over_budget": refused_over_budget,

@@ -46,7 +46,7 @@ from parapush.scene import load_scene
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENE_NAME = "isrr_obstacle.yaml"
 LARGE_CONTROLS = 16
-"""Controls of the large request (of 1 s each): long enough for about 40 small requests beside it."""
+"""Controls of the large request (of 1 s each): about 5 s on 2 workers, some 25 small requests beside it."""
 SMALL_PERIOD = 0.2
 """s between small requests under load (the issue's)."""
 PUSH = np.array([[0.025, 0.0], [0.025, 0.005], [0.02, -0.01], [0.025, 0.0]])

@@ -26,6 +26,7 @@ from rclpy.parameter import Parameter
 
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
+from parapush.nodes.prediction_messages import prediction_request_from_msg
 from parapush.nodes.prediction_service import SERVICE_QOS, PredictionServiceNode
 from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
 from parapush.scene import load_scene
@@ -367,3 +368,47 @@ def test_request_stopping_rules_combine_with_the_configured_ones(ros_context, sp
         assert call(client, request).iterations_used == 0
     finally:
         node.close()
+
+
+def test_a_small_request_is_answered_while_a_large_one_runs(ros_context, spinning):
+    node, client = start_service(ros_context, spinning, max_sequences=64)
+    try:
+        alone = call(client, valid_request(iterations=1))
+        assert alone.success, alone.message
+        large = valid_request(sequences=64, model="fine")
+        for sequence in large.sequences:
+            for control in sequence.controls:
+                control.duration = 1.5
+        large_future = client.call_async(large)
+        deadline = time.monotonic() + 30.0
+        while node.engine.fine_scheduler.calls_in_progress == 0:  # the large request is on the pool
+            assert time.monotonic() < deadline and not large_future.done(), "the large request never started"
+            time.sleep(0.002)
+        small = call(client, valid_request(iterations=1))
+        assert not large_future.done(), "the small request waited for the large one"
+        assert small.success, small.message
+        for received, expected in zip(small.trajectories, alone.trajectories, strict=True):
+            np.testing.assert_array_equal(trajectory_from_msg(received, SCENE), trajectory_from_msg(expected, SCENE))
+        answer = wait_future(large_future, timeout=300.0)
+        assert answer.success, answer.message
+        assert len(answer.trajectories) == 64 and answer.exact_states == 5
+    finally:
+        node.close()
+
+
+def test_an_over_budget_request_is_refused_with_its_estimate(ros_context, spinning):
+    node, client = start_service(ros_context, spinning, max_work=10.0)
+    request = valid_request(sequences=8, iterations=8)
+    for sequence in request.sequences:
+        sequence.controls = list(sequence.controls) * 2
+        for control in sequence.controls:
+            control.duration = 10.0
+    estimate = node.engine.estimate_work(prediction_request_from_msg(request, SCENE))
+    response = call(client, request)
+    assert not response.success
+    assert response.message.startswith("refused: work: estimated ")
+    assert f"over the budget of {node.limits.max_work:.4g} worker-s" in response.message
+    assert f"{8 * 10.0 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8):.4g} s of fine simulation" in response.message
+    assert estimate.worker_seconds > node.limits.max_work
+    assert call(client, valid_request()).success  # and the service goes on
+    node.close()

@@ -2,8 +2,11 @@
 
 Parameters are declared with ranges and validated at start-up: ``model.*`` (the model
 settings shared with every node that predicts, config/model.yaml) and the request limits;
-the engine and its worker pool are created once. Every request is answered: malformed ones
-with ``success = false`` and a message naming what was wrong. Diagnostics (request count,
+the engine and its worker pool are created once. Requests are served concurrently (a
+multi-threaded executor; the engine interleaves their fine batches, so a small request is not
+queued behind a large one). Every request is answered: malformed ones with ``success = false``
+and a message naming what was wrong, ones over the work budget (``max_work``) with
+``success = false`` and a message ``refused: ...`` stating the estimate and the limit. Diagnostics (request count,
 latency percentiles, iterations, worker health) are published on ``/diagnostics``.
 """
 
@@ -29,10 +32,20 @@ from parapush.nodes.parameters import (
     settings_from_parameters,
 )
 from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
-from parapush.prediction import ModelConfig, PredictionEngine, PredictionError, PredictionLimits, RequestError
+from parapush.prediction import (
+    ModelConfig,
+    PredictionEngine,
+    PredictionError,
+    PredictionLimits,
+    RequestError,
+    WorkBudgetError,
+)
 
 SERVICE_QOS = QoSProfile(depth=256, reliability=ReliabilityPolicy.RELIABLE)
 """QoS of the service (and the right one for clients that send bursts of requests)."""
+
+SERVICE_THREADS = 8
+"""Executor threads: requests served at once (each blocks one thread while the engine solves it)."""
 
 MODEL_PREFIX = "model."
 """The model settings (config/model.yaml, :class:`ModelConfig`) are the ``model.*`` parameters."""
@@ -47,6 +60,8 @@ PARAMETERS = (
 
 class PredictionServiceNode(Node):
     """Serves ``predict_trajectory`` (parareal_pushing/srv/PredictTrajectory)."""
+
+    BLOCKING_CALLBACKS = True  # a request blocks its callback for its whole solve; others run beside it
 
     def __init__(self, **node_options) -> None:
         super().__init__("prediction_service", **node_options)
@@ -81,6 +96,10 @@ class PredictionServiceNode(Node):
     def _handle(self, request: PredictTrajectory.Request, response: PredictTrajectory.Response):
         try:
             outcome = self.engine.predict(prediction_request_from_msg(request, self.scene))
+        except WorkBudgetError as error:
+            response.success = False
+            response.message = f"refused: {error}"
+            return response
         except (MessageError, RequestError) as error:
             response.success = False
             response.message = f"invalid request: {error}"
@@ -127,7 +146,7 @@ class PredictionServiceNode(Node):
 
 
 def main(args=None) -> int:
-    return run_node(PredictionServiceNode, args)
+    return run_node(PredictionServiceNode, args, threads=SERVICE_THREADS)
 
 
 if __name__ == "__main__":

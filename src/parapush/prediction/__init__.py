@@ -12,6 +12,7 @@ from parapush.prediction.engine import (
 )
 from parapush.prediction.planner_model import EnginePrediction
 from parapush.prediction.request import PredictionLimits, PredictionRequest, RequestError, check_request_fits
+from parapush.prediction.work_budget import WorkBudgetError, WorkEstimate
 
 __all__ = [
     "COARSE_MODELS",
@@ -25,6 +26,8 @@ __all__ = [
     "PredictionOutcome",
     "PredictionRequest",
     "RequestError",
+    "WorkBudgetError",
+    "WorkEstimate",
     "check_request_fits",
     "load_model_config",
     "model_config_from_mapping",

@@ -4,7 +4,9 @@
 the backend's workers, the coarse models), all built from one
 :class:`~parapush.prediction.ModelConfig`, and answers :class:`PredictionRequest` objects
 (validated when constructed) from any thread: each is checked against the scene and the
-limits, solved one at a time on the shared pool, and a fine state that turned non-finite is
+limits and its estimated work against the budget (:mod:`parapush.prediction.work_budget`),
+solved concurrently with the other requests in progress, whose fine batches take turns on the
+shared pool (:class:`~parapush.prediction.fair_scheduler.FairFineScheduler`), and a fine state that turned non-finite is
 reported as :class:`PredictionError`, never returned as a prediction. The prediction service
 node, the MPC's local predictor (:class:`parapush.prediction.EnginePrediction`), the
 identification node and the benchmarks all build their predictors here.
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parapush.identification import ObjectModelVariants, ObjectParameters
-from parapush.parareal import PararealResult, PararealSolver, PhysicsDivergenceError
+from parapush.parareal import PararealOptions, PararealResult, PararealSolver, PhysicsDivergenceError
 from parapush.physics.backends import FineBackend, make_backend
 from parapush.physics.backends.processes import WorkerError
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
@@ -28,7 +30,10 @@ from parapush.physics.fidelity import ManagedFineBackend, resolve_fidelity
 from parapush.physics.fine import FineModel
 from parapush.physics.projection import FeasibilityProjector
 from parapush.prediction.config import ModelConfig
+from parapush.prediction.fair_scheduler import FairFineScheduler
+from parapush.prediction.model_access import ModelAccessLock
 from parapush.prediction.request import PredictionLimits, PredictionRequest, RequestError, check_request_fits
+from parapush.prediction.work_budget import WorkEstimate, check_work_budget, estimate_work
 from parapush.scene import Scene
 
 
@@ -64,7 +69,8 @@ class PredictionOutcome:
         time_total: s from the request to the answer, validation included.
         initial_projection: m, how far the initial state's bodies were moved out of overlap.
         fidelity_reruns: fine segments of this request run again at full fidelity because a
-            static object should have moved (``fidelity: task_informed``; 0 otherwise).
+            static object should have moved (``fidelity: task_informed``; 0 otherwise). Counted
+            while the request ran: requests answered concurrently may share their counts.
     """
 
     trajectories: np.ndarray
@@ -153,15 +159,18 @@ class PredictionEngine:
         self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", ValueError)
         self.backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers)
         # what the solvers run: the backend, managed when configured (the simulated world builds
-        # its own full-fidelity FineModel; only predictions are managed)
+        # its own full-fidelity FineModel; only predictions are managed) ...
         self.fidelity = resolve_fidelity(self.config.fidelity, len(scene.objects))
         self.fine: FineBackend = (ManagedFineBackend(self.backend, self.fine_model)
                                   if self.fidelity == "task_informed" else self.backend)
+        # ... behind the fair scheduler: requests run concurrently and their fine batches take
+        # turns on the one backend.
+        self.fine_scheduler = FairFineScheduler(self.fine)
         self._solvers = {
-            name: PararealSolver(coarse=model, fine=self.fine, projector=self.projector)
+            name: PararealSolver(coarse=model, fine=self.fine_scheduler, projector=self.projector)
             for name, model in self._coarse.items()
         }
-        self._lock = threading.Lock()
+        self._lock = ModelAccessLock()  # predictions share the fine model; changing it is exclusive
         self._stats_lock = threading.Lock()
         self._object_variants: dict[int, ObjectModelVariants] = {}
         self._requests = 0
@@ -224,7 +233,7 @@ class PredictionEngine:
                 "backend's workers each hold their own copy of the fine model"
             )
         variants = self._variants(object_name)
-        with self._lock:  # never while a prediction reads the model
+        with self._lock.exclusive():  # never while a prediction reads the model
             previous = variants.current()
             variants.apply(self.fine_model.mj_model, parameters)
             self.fine_model.parameters_changed()
@@ -281,8 +290,9 @@ class PredictionEngine:
         options = request.stopping_rules(self.config)
         # The coarse model alone has nothing to schedule; otherwise the configured rule.
         schedule = "parareal" if model == "coarse" else self.config.schedule
+        check_work_budget(self._estimate_work(request, model, options, schedule), self.limits.max_work)
         solver = self._solvers[coarse]
-        with self._lock:
+        with self._lock.shared():
             reruns_before = self.fidelity_reruns
             try:
                 if model == "fine":
@@ -303,6 +313,23 @@ class PredictionEngine:
     def fidelity_reruns(self) -> int:
         """Fine segments run again at full fidelity so far (0 with ``fidelity: full``)."""
         return self.fine.counts.reruns if isinstance(self.fine, ManagedFineBackend) else 0
+
+    # -- work budget --------------------------------------------------------------------------
+    def estimate_work(self, request: PredictionRequest) -> WorkEstimate:
+        """The fine-model work ``request`` is estimated to need (:mod:`parapush.prediction.work_budget`),
+        what :meth:`predict` compares with ``limits.max_work`` before running it."""
+        model = request.model_name(self.config)
+        schedule = "parareal" if model == "coarse" else self.config.schedule
+        return self._estimate_work(request, model, request.stopping_rules(self.config), schedule)
+
+    def _estimate_work(
+        self, request: PredictionRequest, model: str, options: PararealOptions, schedule: str
+    ) -> WorkEstimate:
+        return estimate_work(
+            request.durations, model, schedule, options.iteration_limit(request.slices),
+            fine_rate=self.fine_scheduler.cost_estimator.fine_rate, timestep=self.config.fine.timestep,
+            deadline=options.deadline, workers=self.fine_scheduler.workers,
+        )
 
     def _outcome(
         self, model: str, result: PararealResult, started: float, moved: float, reruns: int
@@ -356,6 +383,7 @@ class PredictionEngine:
             )
 
     def close(self) -> None:
+        self.fine_scheduler.close()
         self.backend.close()
 
     def __enter__(self) -> PredictionEngine:

@@ -37,6 +37,8 @@ class PredictionLimits:
         max_duration: s, longest single control.
         max_position: m, largest |x| or |y| of any body in the initial state.
         max_body_speed: m/s, largest linear speed of any body in the initial state.
+        max_work: worker-s, the most fine-model work a request may be estimated to need
+            (:mod:`parapush.prediction.work_budget`); larger ones are refused up front.
     """
 
     max_sequences: int = setting(64, "most control sequences per request", minimum=1, maximum=4096)
@@ -48,6 +50,8 @@ class PredictionLimits:
                                   maximum=100.0)
     max_body_speed: float = setting(5.0, "largest body speed in the initial state", unit="m/s", above=0.0,
                                     maximum=100.0)
+    max_work: float = setting(120.0, "most estimated fine-model work per request", unit="worker-s", above=0.0,
+                              maximum=1e6)
 
     def __post_init__(self) -> None:
         check_settings(self)

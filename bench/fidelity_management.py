@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+import reference as bench_reference
 from fine_model_cost import machine, planner_set, push_errors
 from parapush.physics.backends import SerialBackend
 from parapush.physics.fidelity import ManagedFineBackend
@@ -170,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="22 pushes per scene instead of 200")
     parser.add_argument("--seed", type=int, default=0, help="seed of the planner's noise")
+    bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
+    load_before = bench_reference.load_average()
     samples = 10 if args.quick else 99  # pushes per scene: 2 (samples + 1)
     started = machine()
     summary = []
@@ -204,6 +207,20 @@ def main(argv: list[str] | None = None) -> int:
         "table": table,
     }
     json_path, _ = write_results("fidelity_management", payload, figure(summary))
+    by_objects = {row["objects"]: row for row in summary}
+    bench_reference.write_figures(
+        "fidelity_management",
+        {
+            **{f"speedup_{count}": row["speedup"] for count, row in by_objects.items()},
+            **{f"max_error_mm_{count}": row["max_error_mm"] for count, row in by_objects.items()},
+            **{f"mean_error_mm_{count}": row["mean_error_mm"] for count, row in by_objects.items()},
+            **{f"chaos_max_mm_{count}": row["chaos_floor_mm"]["max"] for count, row in by_objects.items()},
+            "reruns": sum(row["reruns"] for row in summary),
+            "parareal_k1_full_s": latency["median_s"]["full"],
+            "parareal_k1_managed_s": latency["median_s"]["task_informed"],
+        },
+        reference=args.reference, load_before=load_before, quick=args.quick,
+    )
     print(f"crossover: management pays from {payload['crossover_objects']} object(s); wrote {json_path}")
     worst = [row for row in summary if not math.isfinite(row["max_error_mm"])]
     return 1 if worst else 0

@@ -121,6 +121,25 @@ FIGURES = (
         (".2f", ".2f", ".1f", ".0f"),
     ),
     Figure(
+        "the fine model cost the same at 1 and 4 objects ({}x, {}x) and {}x / {}x / {}x less at 8 / 16 / 32 objects",
+        "fidelity_management",
+        ("speedup_1", "speedup_4", "speedup_8", "speedup_16", "speedup_32"),
+        (".2f", ".2f", ".2f", ".2f", ".2f"),
+    ),
+    Figure(
+        "mean {} mm at 16 objects, max {} mm at 32 objects where the floor's max is {} mm; "
+        "{} segment(s) needed a re-run",
+        "fidelity_management",
+        ("mean_error_mm_16", "max_error_mm_32", "chaos_max_mm_32", "reruns"),
+        (".2f", ".1f", ".1f", ".0f"),
+    ),
+    Figure(
+        "Parareal K = 1 on `crowded_16` (21 sequences): {} s -> {} s",
+        "fidelity_management",
+        ("parareal_k1_full_s", "parareal_k1_managed_s"),
+        (".2f", ".2f"),
+    ),
+    Figure(
         "(a disc slid {} / {} / {} mm at 0 / 22.5 / 45 deg)",
         "fine_model_defaults",
         ("pyramidal_disc_stopping_mm[0]", "pyramidal_disc_stopping_mm[1]", "pyramidal_disc_stopping_mm[2]"),

@@ -12,7 +12,8 @@ control u_t starts (T = control duration, P_t the plan whose first control is u_
 3. **Observe** x_{t+1} when u_t ends and check termination. If the observation disagrees
    with the prediction (any object or the pusher more than ``replan_distance`` away from
    x^_{t+1}), P_{t+1} was planned for a state that did not happen: the loop re-plans from
-   x_{t+1} at once (warm-started with P_{t+1}) and the pusher stands still meanwhile;
+   x_{t+1} at once (warm-started with P_{t+1}) and the pusher stands still meanwhile (the
+   loop stops the world: the fallback was planned for the predicted state);
    otherwise u_{t+1} = P_{t+1}[0] starts immediately: the pusher does not stop between
    controls. Either way the next prediction starts from the observation, so model errors
    never accumulate beyond one control.
@@ -392,6 +393,10 @@ class _PipelinedRun:
                 error = loop.prediction_error(predicted, state)
                 replanned = error > loop.pipeline.replan_distance
                 if replanned:
+                    # the fallback was meant for the predicted state: stand still while re-planning
+                    self.world.stop()
+                    self.timeline.fallback = False
+                    self.close_motion(self.world.time())
                     self.replans_from_observation += 1
                     previous = self.steps[-1].control
                     next_plan, extra = self.plan(state, next_plan.controls, previous)

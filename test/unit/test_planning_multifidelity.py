@@ -184,3 +184,16 @@ def test_preset_fields_are_validated() -> None:
         PlannerPreset(name="x", loop="sequential", model="fine", coarse="auto")
     with pytest.raises(ValueError, match="optimizer_overrides"):
         PlannerPreset(name="x", loop="sequential", model="fine", optimizer_overrides={"sample": 3})
+
+
+def test_partial_correction_uses_the_corrector_for_the_leading_controls_and_the_coarse_model_after() -> None:
+    scene = tiny_scene()
+    state = initial_state(scene)
+    corrector = PropagatorRollout(SlippingPropagator(scene.layout, gain=0.5, angle=0.3))
+    cost = CostFunction.from_config(scene, GOAL_ONLY)
+    planner = make_planner(scene, corrected_controls=1, rounds=1)
+    result = planner.optimize(state, np.tile([0.05, 0.0], (4, 1)), corrector, cost)
+    head = corrector.predict(state, result.controls[None, :1], np.ones(1))[0]
+    tail = glued_model(scene).predict(head[1], result.controls[None, 1:], np.ones(3))[0]
+    np.testing.assert_allclose(result.trajectory, np.concatenate([head, tail[1:]]))
+    assert result.cost == pytest.approx(float(cost.evaluate(result.trajectory[None], result.controls[None])[0]))

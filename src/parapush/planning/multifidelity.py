@@ -84,6 +84,10 @@ class MultiFidelitySettings:
         mismatch_tolerance: relative |corrected - coarse| cost of the chosen plan above which
             another round runs.
         min_elite_distance: m/s; elites differ by more than this in at least one control.
+        corrected_controls: m, how many leading controls of an elite the corrector predicts
+            (the coarse model continues from its state for the rest of the horizon); None: all.
+            The MPC executes only the first control before re-planning, so the near future
+            needs the accuracy; m < N divides the corrector's cost by N / m.
     """
 
     elites: int = 4
@@ -91,8 +95,12 @@ class MultiFidelitySettings:
     refine_iterations: int = 4
     mismatch_tolerance: float = 0.2
     min_elite_distance: float = 1e-3
+    corrected_controls: int | None = None
 
     def __post_init__(self) -> None:
+        value = self.corrected_controls
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"corrected_controls: expected an integer >= 1 or None, got {value!r}")
         for name in ("elites", "rounds", "refine_iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -281,7 +289,6 @@ class MultiFidelityPlanner:
         settings = self.multifidelity
         initial_state = np.asarray(initial_state, dtype=float)
         durations = self.settings.durations
-        horizon = self.settings.horizon
         coarse_model: PredictiveModel = self.coarse
         searcher = self.optimizer
         start_controls = np.asarray(initial_controls, dtype=float)
@@ -322,13 +329,7 @@ class MultiFidelityPlanner:
             if elites.size == 0:
                 break
             correction_started = time.perf_counter()
-            corrected = check_trajectories(
-                model.predict(initial_state, controls[elites], durations),
-                elites.size,
-                horizon,
-                initial_state.shape[0],
-                "corrector",
-            )
+            corrected = self._correct(model, initial_state, controls[elites], durations)
             correction_time += time.perf_counter() - correction_started
             valid = is_finite_trajectory(corrected)
             unstable += int(np.count_nonzero(~valid))
@@ -399,6 +400,34 @@ class MultiFidelityPlanner:
             stop_reason="iterations",
             cost_terms=terms,
         )
+
+
+    def _correct(
+        self, model: PredictiveModel, initial_state: np.ndarray, controls: np.ndarray, durations: np.ndarray
+    ) -> np.ndarray:
+        """Corrected trajectories (E, N+1, D): the corrector for the first ``corrected_controls``
+        controls, then the coarse model from the corrector's state."""
+        samples, horizon = controls.shape[:2]
+        dimension = initial_state.shape[0]
+        leading = self.multifidelity.corrected_controls
+        if leading is None or leading >= horizon:
+            return check_trajectories(
+                model.predict(initial_state, controls, durations), samples, horizon, dimension, "corrector"
+            )
+        head = check_trajectories(
+            model.predict(initial_state, controls[:, :leading], durations[:leading]),
+            samples,
+            leading,
+            dimension,
+            "corrector",
+        )
+        trajectories = np.full((samples, horizon + 1, dimension), np.nan)
+        trajectories[:, : leading + 1] = head
+        for row in range(samples):
+            if np.all(np.isfinite(head[row, leading])):
+                tail = self.coarse.predict(head[row, leading], controls[row : row + 1, leading:], durations[leading:])
+                trajectories[row, leading + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
+        return trajectories
 
 
 def _costs(

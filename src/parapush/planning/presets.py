@@ -35,7 +35,7 @@ from parapush.planning.multifidelity import (
 )
 from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryOptimizer
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop, PipelineSettings
-from parapush.planning.predictive_model import make_predictive_model
+from parapush.planning.predictive_model import PropagatorRollout
 from parapush.scene import Scene
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "BuiltPlanner", "PlannerPreset", "planner_preset"]
@@ -105,6 +105,9 @@ class PlannerPreset:
         seed: int | None = None,
         backend: str = "threads",
         workers: int | None = None,
+        model: Any = None,
+        coarse: Any = None,
+        coarse_max_speed: float | None = None,
     ) -> BuiltPlanner:
         """The loop of this preset for ``scene``.
 
@@ -112,36 +115,44 @@ class PlannerPreset:
             scene: the task.
             config: a :class:`~parapush.planning.PlannerConfig` (optimizer base, MPC settings, costs).
             seed: optimizer seed (default: the configuration's).
-            backend, workers: the fine backend of the predictive model.
+            backend, workers: the fine backend of the predictive model built here (without ``model``).
+            model: the loop's predictive model (the corrector), e.g. the MPC node's predictor;
+                None: a :class:`~parapush.prediction.EnginePrediction` of this preset's ``model``
+                and K, owned (closed) by the returned planner.
+            coarse: the multi-fidelity planner's coarse predictive model (with ``coarse`` set in
+                the preset); None: the rollout of :func:`choose_coarse_model` (``self.coarse``).
+            coarse_max_speed: m/s, the given ``coarse`` model's speed limit (the learned model's
+                trained range), or None.
         Returns:
-            a :class:`BuiltPlanner`; close it (or use ``with``) to release the fine workers.
+            a :class:`BuiltPlanner`; close it (or use ``with``) to release what it owns.
         """
         overrides = {} if seed is None else {"seed": seed}
         settings = dataclasses.replace(self.optimizer_settings(config.optimizer), **overrides)
-        common = {"backend": backend, "workers": workers}
-        if self.model == "fine":
-            model = make_predictive_model("fine", scene, **common)
-        else:
+        owned = model is None
+        if model is None:
+            from parapush.prediction import EnginePrediction, ModelConfig
+
             # forced "parareal": "auto" would pick sample-parallel fine on 2 cores (mpc_benchmark)
-            model = make_predictive_model(
-                "parareal", scene, iterations=self.parareal_iterations, schedule="parareal", **common
-            )
+            model_config = ModelConfig(name=self.model, iterations=self.parareal_iterations,
+                                       schedule="parareal" if self.model == "parareal" else "auto",
+                                       backend=backend, workers=workers)
+            model = EnginePrediction.build(scene, model_config)
         optimizer = StochasticTrajectoryOptimizer(settings)
         planner: Any = optimizer
         if self.coarse is not None:
-            coarse_propagator = choose_coarse_model(scene, self.coarse)
-            speed_limit = getattr(coarse_propagator, "max_speed", None)
-            if speed_limit is not None and speed_limit < settings.max_speed:
-                optimizer = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=speed_limit))
-            planner = MultiFidelityPlanner(
-                optimizer, make_predictive_model("coarse", scene, coarse_model=coarse_propagator), self.multifidelity
-            )
+            if coarse is None:
+                coarse_propagator = choose_coarse_model(scene, self.coarse)
+                coarse = PropagatorRollout(coarse_propagator)
+                coarse_max_speed = getattr(coarse_propagator, "max_speed", None)
+            if coarse_max_speed is not None and coarse_max_speed < settings.max_speed:
+                optimizer = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=coarse_max_speed))
+            planner = MultiFidelityPlanner(optimizer, coarse, self.multifidelity)
         cost = config.cost_function(scene)
         if self.loop == "pipelined":
             loop: Any = PipelinedMpcLoop(scene, planner, model, cost, config.mpc, self.pipeline)
         else:
             loop = MpcLoop(scene, planner, model, cost, config.mpc)
-        return BuiltPlanner(preset=self, loop=loop, planner=planner, model=model)
+        return BuiltPlanner(preset=self, loop=loop, planner=planner, model=model, owns_model=owned)
 
 
 @dataclass
@@ -153,13 +164,15 @@ class BuiltPlanner:
         loop: an :class:`MpcLoop` (runs on a ``World``) or a :class:`PipelinedMpcLoop`
             (runs on an ``AsyncWorld``).
         planner: the optimizer or :class:`MultiFidelityPlanner`.
-        model: the loop's predictive model (owns the fine workers).
+        model: the loop's predictive model.
+        owns_model: whether :meth:`close` closes ``model`` (it was built here).
     """
 
     preset: PlannerPreset
     loop: Any
     planner: Any
     model: Any
+    owns_model: bool = True
 
     @property
     def pipelined(self) -> bool:
@@ -167,7 +180,7 @@ class BuiltPlanner:
 
     def close(self) -> None:
         close = getattr(self.model, "close", None)
-        if callable(close):
+        if self.owns_model and callable(close):
             close()
 
     def __enter__(self) -> BuiltPlanner:

@@ -139,11 +139,14 @@ class PlanRecorder:
 
 
 class _ObservedWorld:
-    """The caller's world, remembering the last observed state."""
+    """The caller's world, remembering the last observed state; a wait that ends with the task
+    cancelled calls ``on_cancel`` (the pipelined loop's ``cancel``)."""
 
-    def __init__(self, world: AsyncWorld, dimension: int) -> None:
+    def __init__(self, world: AsyncWorld, dimension: int, should_cancel, on_cancel) -> None:
         self.world = world
         self.last_state = np.full(dimension, np.nan)
+        self.should_cancel = should_cancel
+        self.on_cancel = on_cancel
 
     def time(self) -> float:
         return self.world.time()
@@ -158,6 +161,8 @@ class _ObservedWorld:
 
     def wait_until(self, moment: float) -> None:
         self.world.wait_until(moment)
+        if self.should_cancel is not None and self.should_cancel() and self.on_cancel is not None:
+            self.on_cancel()
 
     def stop(self) -> None:
         self.world.stop()
@@ -191,7 +196,7 @@ def run_task(
     """
     loop = built.loop
     scene: Scene = loop.scene
-    observed = _ObservedWorld(world, scene.layout.dimension)
+    observed = _ObservedWorld(world, scene.layout.dimension, should_cancel, getattr(loop, "cancel", None))
     recorder = PlanRecorder(loop.optimizer)
     loop.optimizer = recorder
     duration = float(recorder.settings.control_duration)

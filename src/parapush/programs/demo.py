@@ -7,10 +7,14 @@ the scene (its target and goal region), prints progress, and writes a run folder
 * ``recording.mcap`` — the topics (scene state, controls, plans, arm twists, diagnostics),
   ROS 2 CDR in MCAP, readable by Foxglove;
 * ``run.png`` — the object and pusher paths over the table with the goal region;
-* ``metrics.json`` — outcome, controls, planning/execution/total times, final distance;
+* ``metrics.json`` — outcome, controls, final distance and the times (s): ``task_time_s`` (goal
+  sent to result), ``planning_time_s`` (sum of the re-plan wall times; the pipelined planner
+  plans while the pusher moves, so this overlaps execution), ``waiting_time_s`` (the pusher
+  stood still waiting for a plan), ``execution_time_s``, ``replan_p50_s``/``replan_p95_s``,
+  and their shares of the task time;
 * ``logs/<node>.log`` — each node's output.
 
-    python -m parapush.programs.demo [--scene clutter_fig1.yaml] [--out runs/NAME]
+    python -m parapush.programs.demo [--scene clutter_fig1.yaml] [--out runs/NAME] [--planner realtime]
 
 Exit status: 0 when the target reached the goal, 1 when the task failed, 2 when the
 stack did not come up or did not answer.
@@ -39,6 +43,7 @@ from parapush.graph import DEFAULT_SCENE, resolve_scene_path
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, trajectory_from_msg
 from parapush.nodes.recorder import McapRecorder
 from parapush.parareal import MODELS
+from parapush.planning.presets import PRESETS
 from parapush.programs.bringup import Bringup, parse_overrides
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
@@ -91,6 +96,10 @@ class Observer:
         with self.lock:
             chosen = self.true_states or self.observed
             return np.array(chosen) if chosen else np.empty((0, self.scene.layout.dimension))
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.0f} % of the task" if whole > 0 else "-"
 
 
 def _wait(future, timeout: float, what: str):
@@ -149,14 +158,16 @@ def run_demo(options: argparse.Namespace) -> int:
         print(f"[demo] stack up in {time.monotonic() - started:.1f} s; sending the goal", flush=True)
         goal = PushObject.Goal(target_object=scene.target, goal_x=float(scene.goal.center[0]),
                                goal_y=float(scene.goal.center[1]), goal_radius=float(scene.goal.radius),
-                               max_controls=options.max_controls)
+                               max_controls=options.max_controls, planner=options.planner or "")
 
         def on_feedback(message) -> None:
             feedback = message.feedback
-            print(f"[demo] step {feedback.step + 1:2d}: distance to goal {feedback.distance_to_goal * 100:5.1f} cm, "
-                  f"cost {feedback.cost:9.4f}, planned in {feedback.planning_time:5.2f} s, control "
+            print(f"[demo] step {feedback.step + 1:2d} at {feedback.task_time:5.1f} s: distance to goal "
+                  f"{feedback.distance_to_goal * 100:5.1f} cm, cost {feedback.cost:9.4f}, planned in "
+                  f"{feedback.planning_time:5.2f} s, waited {feedback.waiting_time:5.2f} s, control "
                   f"({feedback.control.vx * 1000:+5.1f}, {feedback.control.vy * 1000:+5.1f}) mm/s "
-                  f"for {feedback.control.duration:.2f} s", flush=True)
+                  f"for {feedback.control.duration:.2f} s{'; ' + feedback.event if feedback.event else ''}",
+                  flush=True)
 
         handle = _wait(client.send_goal_async(goal, feedback_callback=on_feedback), 30, "push_object (goal)")
         if not handle.accepted:
@@ -169,15 +180,24 @@ def run_demo(options: argparse.Namespace) -> int:
             raise
         outcome = OUTCOME_NAMES.get(result.outcome, str(result.outcome))
         status = 0 if result.success else 1
+        task = result.total_time
         print(f"[demo] outcome: {outcome}{'' if result.success else ' - ' + result.failure_reason}; "
-              f"{result.controls_executed} controls, final distance {result.final_distance * 100:.1f} cm, "
-              f"planning {result.planning_time:.1f} s, execution {result.execution_time:.1f} s, "
-              f"task {result.total_time:.1f} s", flush=True)
+              f"planner {result.planner}, {result.controls_executed} controls ({result.fallbacks} fallbacks), "
+              f"final distance {result.final_distance * 100:.1f} cm\n"
+              f"[demo] task {task:.1f} s: the pusher waited for plans {result.waiting_time:.1f} s "
+              f"({_share(result.waiting_time, task)}), moved {result.execution_time:.1f} s; planning "
+              f"{result.planning_time:.1f} s ({_share(result.planning_time, task)}, overlapping the motion when "
+              f"pipelined); re-plan p50 {result.replan_p50:.2f} s, p95 {result.replan_p95:.2f} s", flush=True)
         metrics.update(
             outcome=outcome, success=bool(result.success), failure_reason=result.failure_reason,
-            controls_executed=int(result.controls_executed), optimizer_iterations=int(result.optimizer_iterations),
-            planning_time_s=result.planning_time, execution_time_s=result.execution_time,
-            task_time_s=result.total_time, final_distance_m=result.final_distance,
+            planner=result.planner, controls_executed=int(result.controls_executed),
+            fallbacks=int(result.fallbacks), replans_from_observation=int(result.replans_from_observation),
+            optimizer_iterations=int(result.optimizer_iterations),
+            task_time_s=task, planning_time_s=result.planning_time, waiting_time_s=result.waiting_time,
+            execution_time_s=result.execution_time, replan_p50_s=result.replan_p50,
+            replan_p95_s=result.replan_p95, planning_share=result.planning_time / task if task > 0 else None,
+            waiting_share=result.waiting_time / task if task > 0 else None,
+            final_distance_m=result.final_distance,
         )
     except DemoError as error:
         print(f"[demo] error: {error}", file=sys.stderr, flush=True)
@@ -210,6 +230,8 @@ def main(args=None) -> int:
     parser.add_argument("--out", default=None, help="run folder (default runs/<scene>-<time>)")
     parser.add_argument("--model", choices=MODELS, default=None,
                         help="predictive model (default: config/model.yaml)")
+    parser.add_argument("--planner", choices=sorted(PRESETS), default=None,
+                        help="planner preset (default: the MPC node's 'planner' parameter, realtime)")
     parser.add_argument("--iterations", type=int, default=None,
                         help="Parareal iterations K (default: config/model.yaml)")
     parser.add_argument("--max-controls", type=int, default=0, help="0: the MPC node's default (20)")

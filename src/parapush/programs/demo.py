@@ -155,6 +155,15 @@ def run_demo(options: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise DemoError("no scene_state from the state estimator (is the mocap stream up?)")
             time.sleep(0.1)
+        # The executor subscribes to /controls once its gripper holds the tool: a control sent
+        # before that is lost (the pipelined planner's first plan is ready within about a second).
+        while not any(info.node_name == "executor" for info in node.get_subscriptions_info_by_topic("/controls")):
+            failed = bringup.failed()
+            if failed:
+                raise DemoError(f"node(s) exited during start-up: {failed} (see {out / 'logs'})")
+            if time.monotonic() > deadline:
+                raise DemoError("the executor did not subscribe to /controls (is the gripper up?)")
+            time.sleep(0.1)
         print(f"[demo] stack up in {time.monotonic() - started:.1f} s; sending the goal", flush=True)
         goal = PushObject.Goal(target_object=scene.target, goal_x=float(scene.goal.center[0]),
                                goal_y=float(scene.goal.center[1]), goal_radius=float(scene.goal.radius),

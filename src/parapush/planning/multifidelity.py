@@ -56,6 +56,7 @@ from parapush.planning.optimizer import (
     OptimizerSettings,
     StochasticTrajectoryOptimizer,
     TrajectoryCost,
+    cost_terms,
 )
 from parapush.planning.predictive_model import PredictiveModel, check_trajectories, is_finite_trajectory
 from parapush.scene import Scene, StateLayout
@@ -378,13 +379,7 @@ class MultiFidelityPlanner:
         best = int(np.argmin(corrected_costs))
         chosen_controls = corrected_controls[best]
         chosen_trajectory = corrected_trajectories[best]
-        terms: dict[str, float] = {}
-        breakdown = getattr(cost, "breakdown", None)
-        if callable(breakdown):
-            terms = {
-                name: float(np.asarray(value)[0])
-                for name, value in breakdown(chosen_trajectory[None], chosen_controls[None]).items()
-            }
+        terms = cost_terms(cost, chosen_trajectory, chosen_controls)
         self.last_report = MultiFidelityReport(
             rounds=rounds,
             corrected_sequences=len(corrected_costs),

@@ -61,6 +61,7 @@ from parapush.sim.world_physics import SimWorldPhysics
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
 from parareal_common import RESULTS, environment, format_table  # noqa: E402
+from parareal_common import _jsonable as jsonable  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_SCENES = ROOT / "config" / "scenes"
@@ -274,20 +275,6 @@ def table(rows: list[dict]) -> str:
         for r in rows
     ]
     return format_table(headers, body)
-
-
-def jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, (np.integer, np.bool_)):
-        return value.item()
-    return value
 
 
 def uptime() -> str:

@@ -21,9 +21,9 @@ CONFIG = planner_config_from_dict({
 
 def run(preset_name: str, steps: list | None = None, **options):
     scene = tiny_scene()
-    built = PRESETS[preset_name].build(scene, CONFIG, model=glued_model(scene), coarse=glued_model(scene))
-    world = VirtualClockWorld(PropagatorPhysics(GluedPropagator(scene.layout, scene.target_index),
-                                                initial_state(scene)))
+    glued = GluedPropagator(scene.layout, scene.target_index)
+    built = PRESETS[preset_name].build(scene, CONFIG, model=glued_model(scene), coarse=glued)
+    world = VirtualClockWorld(PropagatorPhysics(glued, initial_state(scene)))
     steps = [] if steps is None else steps
     report = run_task(built, world, callback=steps.append, **options)
     assert not isinstance(built.loop.optimizer, PlanRecorder), "run_task left its recorder in the loop"

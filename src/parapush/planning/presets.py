@@ -11,9 +11,29 @@ planner configuration, so a preset never duplicates it.
 - ``isrr2019``: the ISRR 2019 planner: S = 20 samples, variance 1e-4, N = 4 x 1 s,
   every sample rolled out with Parareal K = 1 (``model="fine"`` for the fine model),
   planned then executed. Its optimizer settings are ``config/planner.yaml``'s.
-- ``realtime`` (the default, :data:`DEFAULT_PRESET`): the multi-fidelity planner (coarse
-  search with 30 samples x 10 iterations, 4 elites corrected with the fine model, at most
-  2 rounds) in the pipelined loop; measured in ``bench/realtime_mpc.py``.
+- ``realtime`` (the default, :data:`DEFAULT_PRESET`): the multi-fidelity planner in the
+  pipelined loop: coarse search with the learned model (obstacles ignored for prediction,
+  no overlap projection; the analytical model for scenes it does not support), 30 samples
+  x 10 iterations; 4 elites corrected with the fine model for their first control (the
+  coarse model continues from the exact x_1), at most 2 rounds.
+
+Why these values (tuning scenes drawn by ``bench/make_benchmark_scenes.py``'s generators
+with seed 7, 4 obstacle + 4 clutter, seeds 0-1, SimWorld with push noise, pipelined loop;
+never the benchmark's scenes; 2 shared cores at load 4-6, so CPU per re-plan is the
+figure to compare):
+
+==========================================  =========  =========  ===========  ==========
+variant (clutter scenes)                    successes  p50 wall   CPU / plan   task/exec
+==========================================  =========  =========  ===========  ==========
+4 elites x 4 s fine, 2 rounds               6/8        0.82 s     0.62 s       1.25
+2 elites x 4 s fine, 1 round                6/8        0.40 s     0.24 s       1.08
+4 elites, fine for 1 control, 2 rounds      7/8        0.26 s     0.16 s       1.04
+8 elites, fine for 1 control, 2 rounds      8/8        0.63 s     0.40 s       1.16
+the above (4, 1 control) without projection 7/8        0.21 s     0.16 s       1.02
+==========================================  =========  =========  ===========  ==========
+
+Obstacle scenes, 4 elites, fine for 1 control: learned coarse model (obstacles ignored)
+8/8, p50 0.11 s, CPU 0.08 s; analytical coarse model 0/8 (all ran out of controls).
 
 Select one by name with :func:`planner_preset`; build its loop with :meth:`PlannerPreset.build`.
 """
@@ -56,6 +76,8 @@ class PlannerPreset:
         parareal_iterations: K for ``model="parareal"``.
         coarse: None for the single-fidelity optimizer; else the multi-fidelity planner's
             coarse model, one of :data:`~parapush.planning.multifidelity.COARSE_CHOICES`.
+        coarse_resolves_overlaps: whether the coarse model projects its predictions out of
+            penetration (ISRR Eq 9).
         multifidelity: the multi-fidelity split (with ``coarse``).
         pipeline: the pipelined loop's policies (with ``loop="pipelined"``).
         optimizer_overrides: optimizer fields replacing ``config/planner.yaml``'s.
@@ -66,6 +88,7 @@ class PlannerPreset:
     model: str
     parareal_iterations: int = 1
     coarse: str | None = None
+    coarse_resolves_overlaps: bool = True
     multifidelity: MultiFidelitySettings | None = None
     pipeline: PipelineSettings | None = None
     optimizer_overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -107,7 +130,6 @@ class PlannerPreset:
         workers: int | None = None,
         model: Any = None,
         coarse: Any = None,
-        coarse_max_speed: float | None = None,
     ) -> BuiltPlanner:
         """The loop of this preset for ``scene``.
 
@@ -119,10 +141,10 @@ class PlannerPreset:
             model: the loop's predictive model (the corrector), e.g. the MPC node's predictor;
                 None: a :class:`~parapush.prediction.EnginePrediction` of this preset's ``model``
                 and K, owned (closed) by the returned planner.
-            coarse: the multi-fidelity planner's coarse predictive model (with ``coarse`` set in
-                the preset); None: the rollout of :func:`choose_coarse_model` (``self.coarse``).
-            coarse_max_speed: m/s, the given ``coarse`` model's speed limit (the learned model's
-                trained range), or None.
+            coarse: the multi-fidelity planner's coarse propagator (with ``coarse`` set in the
+                preset), e.g. built from the MPC node's model config; None:
+                :func:`choose_coarse_model` of ``self.coarse``. Its ``max_speed`` (the learned
+                model's trained range), if any, caps the optimizer's speed.
         Returns:
             a :class:`BuiltPlanner`; close it (or use ``with``) to release what it owns.
         """
@@ -141,12 +163,11 @@ class PlannerPreset:
         planner: Any = optimizer
         if self.coarse is not None:
             if coarse is None:
-                coarse_propagator = choose_coarse_model(scene, self.coarse)
-                coarse = PropagatorRollout(coarse_propagator)
-                coarse_max_speed = getattr(coarse_propagator, "max_speed", None)
-            if coarse_max_speed is not None and coarse_max_speed < settings.max_speed:
-                optimizer = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=coarse_max_speed))
-            planner = MultiFidelityPlanner(optimizer, coarse, self.multifidelity)
+                coarse = choose_coarse_model(scene, self.coarse, resolve_overlaps=self.coarse_resolves_overlaps)
+            speed_limit = getattr(coarse, "max_speed", None)
+            if speed_limit is not None and speed_limit < settings.max_speed:
+                optimizer = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=speed_limit))
+            planner = MultiFidelityPlanner(optimizer, PropagatorRollout(coarse), self.multifidelity)
         cost = config.cost_function(scene)
         if self.loop == "pipelined":
             loop: Any = PipelinedMpcLoop(scene, planner, model, cost, config.mpc, self.pipeline)
@@ -196,7 +217,10 @@ REALTIME = PlannerPreset(
     loop="pipelined",
     model="fine",
     coarse="auto",
-    multifidelity=MultiFidelitySettings(elites=4, rounds=2, refine_iterations=4, mismatch_tolerance=0.2),
+    coarse_resolves_overlaps=False,
+    multifidelity=MultiFidelitySettings(
+        elites=4, rounds=2, refine_iterations=4, mismatch_tolerance=0.2, corrected_controls=1
+    ),
     pipeline=PipelineSettings(replan_distance=0.01, fallback_clearance=0.005),
     optimizer_overrides={"samples": 30, "max_iterations": 10, "time_budget": None},
 )

@@ -190,15 +190,6 @@ class PredictionEngine:
         """Names of the coarse models this engine can use."""
         return tuple(self._coarse)
 
-    def coarse_propagator(self, name: str | None = None):
-        """The coarse propagator ``name`` stands for (None: the configured ``coarse_model``;
-        ``auto`` resolved as for requests), e.g. to read its ``max_speed``.
-
-        Raises:
-            ValueError naming ``name`` when that model is unavailable here.
-        """
-        return self._coarse[self._resolve_coarse(name or self.config.coarse_model, "name", ValueError)]
-
     # -- object parameters ------------------------------------------------------------------
     def object_parameters(self, object_name: str) -> ObjectParameters:
         """The physical parameters the fine model uses now for object ``object_name``."""

@@ -110,7 +110,8 @@ def run_case(scene: Scene, coarse_names: list[str], samples: int, slices: int, a
     case: dict = {"sliders": len(scene.objects), "slices": slices, "samples": samples, "models": {}}
     with make_fine_backend(args.backend, fine_model, args.workers) as backend:
         for name in coarse_names:
-            coarse = LearnedCoarseModel(scene) if name == "learned" else AnalyticalCoarseModel(scene)
+            coarse = (LearnedCoarseModel(scene, fine_settings=fine_model.settings) if name == "learned"
+                      else AnalyticalCoarseModel(scene))
             solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
             started = time.perf_counter()
             result = solver.solve(initial, controls, durations,
@@ -137,7 +138,8 @@ def run_case(scene: Scene, coarse_names: list[str], samples: int, slices: int, a
     fine_cost, _ = cost_per_row(fine_model, flat_states, flat_controls, flat_durations, single=False, repeats=1)
     case["cost"] = {"fine_s_per_row": fine_cost}
     for name in coarse_names:
-        coarse = LearnedCoarseModel(scene) if name == "learned" else AnalyticalCoarseModel(scene)
+        coarse = (LearnedCoarseModel(scene, fine_settings=fine_model.settings) if name == "learned"
+                  else AnalyticalCoarseModel(scene))
         single, single_median = cost_per_row(coarse, flat_states, flat_controls, flat_durations, single=True)
         batched, batched_median = cost_per_row(coarse, flat_states, flat_controls, flat_durations, single=False)
         case["cost"][name] = {"s_per_row_single": single, "s_per_row_batched": batched,

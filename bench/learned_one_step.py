@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from parapush.learning.coarse_learned import LearnedCoarseModel, shipped_weights
 from parapush.learning.dataset import DatasetConfig, generate_dataset, load_dataset
 from parapush.learning.evaluation import evaluate_one_step
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+from parapush.physics.fine_settings import FineSettings
 from parareal_common import format_table, write_results
 
 
@@ -43,15 +45,16 @@ def main(argv: list[str] | None = None) -> int:
         dataset = generate_dataset(DatasetConfig(samples=args.samples, seed=args.seed))
     weights = args.weights or shipped_weights_path()
     meta = dataset.metadata
+    # the learned model is checked against the fine model that labelled the held-out pushes
+    learned = partial(LearnedCoarseModel, weights_path=weights, fine_settings=FineSettings(**meta["fine_settings"]))
 
     results = []
     for slider_count in range(1, dataset.geometry.max_sliders + 1):
         if dataset.scene_rows(slider_count).size == 0:
             continue
-        results.append(evaluate_one_step(lambda scene: LearnedCoarseModel(scene, weights), "learned", dataset,
+        results.append(evaluate_one_step(learned, "learned", dataset, slider_count))
+        results.append(evaluate_one_step(partial(learned, resolve_overlaps=False), "learned, no projection", dataset,
                                          slider_count))
-        results.append(evaluate_one_step(lambda scene: LearnedCoarseModel(scene, weights, resolve_overlaps=False),
-                                         "learned, no projection", dataset, slider_count))
         results.append(evaluate_one_step(AnalyticalCoarseModel, "analytical", dataset, slider_count))
 
     print(f"held-out pushes: {len(dataset)} (seed {meta['seed']}), planned contact "

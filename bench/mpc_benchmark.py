@@ -190,7 +190,7 @@ def build_model(model: str, scene: Scene, backend: str, workers: int | None) -> 
     if learned:
         from parapush.learning.coarse_learned import LearnedCoarseModel
 
-        speed_limit = LearnedCoarseModel(scene).max_speed
+        speed_limit = LearnedCoarseModel(scene, fine_settings=config.fine).max_speed
     return EnginePrediction.build(scene, config), speed_limit
 
 

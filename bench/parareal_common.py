@@ -88,9 +88,10 @@ def constant_pushes(angles_deg: Sequence[float], speed: float, slices: int) -> n
     return np.repeat(direction[:, None, :], slices, axis=1)
 
 
-def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None) -> Any:
+def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None, fine_settings: Any = None) -> Any:
     """The coarse model named ``name`` (``analytical`` or ``learned``); exits with a clear
-    message when it is unavailable."""
+    message when it is unavailable. ``fine_settings``: the ``FineSettings`` of the fine model
+    it is paired with (None: defaults), checked by the learned model against its training."""
     if name == "analytical":
         from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 
@@ -103,7 +104,8 @@ def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None) 
         except ImportError as error:
             sys.exit(f"--coarse learned: the learned coarse model is unavailable ({error})")
         try:
-            return LearnedCoarseModel(scene, weights_path=learned_weights, resolve_overlaps=False)
+            return LearnedCoarseModel(scene, weights_path=learned_weights, resolve_overlaps=False,
+                                      fine_settings=fine_settings)
         except (ValueError, OSError, NotImplementedError) as error:
             sys.exit(f"--coarse learned: cannot load the learned coarse model ({error})")
     sys.exit(f"--coarse: expected 'analytical' or 'learned', got {name!r}")

@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         twist = layout.object_twist(0)
         columns = np.r_[np.arange(pose.start, pose.stop), np.arange(twist.start, twist.stop)]
         fine_model = FineModel(scene)
-        coarse = load_coarse(args.coarse, scene, learned_weights=args.learned_weights)
+        coarse = load_coarse(
+        args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
+    )
         projector = load_projector(scene, not args.no_projection)
         with make_fine_backend(args.backend, fine_model, args.workers) as backend:
             solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)

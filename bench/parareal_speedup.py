@@ -6,21 +6,26 @@ fine on one worker, the coarse model alone, and Parareal K = 1..N on the fine ba
 with P workers (default: the cores present), timed side by side (round robin, after a
 warm-up). The cost model (:mod:`parapush.parareal.schedule`) predicts each time twice:
 
-* *ideal*: c_f = serial fine time / N (one control on an otherwise idle machine) and
-  c_c = coarse-only time / N (projection included). Its speedup is the bound that the
-  measured speedup is compared with (target: >= 90 %).
+* *ideal*: c_f = serial fine time / N (one control on one core) and c_c = coarse-only
+  time / N (projection included): P workers each as fast as one core. Its speedup is the
+  bound the target is judged against (K = 1 speedup >= 90 % of it). It depends only on
+  c_c / c_f and P, so it does not fall when the machine is loaded (a loaded machine
+  misses the target instead of lowering the bar).
 * *machine*: c_f = the wall time of P separate processes each running one control of
   serial fine at once (no threads, no backend: what this CPU gives when P cores are busy;
-  its cores run slower all busy than one alone, and other work shares them). The
-  single-trajectory target (K = 1 speedup >= 90 % of the bound) is judged against this
-  bound; the ideal one is printed beside it.
+  its cores run slower all busy than one alone, and other work shares them). Printed
+  for diagnosis only: it moves with the load of the same run.
 * *effective*: c_f = the time of one fine backend call with P rows (one control per
   worker, all workers busy): the machine's figure plus the backend's own overhead.
 
 Part 2 (planner batch: 20 noisy copies of the push, exploration std 0.01 m/s, N = 4):
 serial fine, sample-parallel fine, Parareal K = 1, 2 and ``auto`` K = 1, 2 (the solver's
 cost model picks Parareal or sample-parallel from its running estimates). ``auto``
-should never be slower than the better of the two, within noise.
+must be at most 10 % slower than the better of the two (a fixed tolerance).
+
+Every variant runs once per round, rounds repeated (round robin, so load changes hit all
+variants alike); the verdicts use the median over rounds of the per-round ratios
+(serial / Parareal in the same round, auto / best in the same round).
 
     python bench/parareal_speedup.py [--quick] [--repeats R]
 
@@ -72,6 +77,7 @@ BATCH = 20
 BATCH_SLICES = 4
 EXPLORATION_STD = 0.01  # m/s (ISRR Sec 4.3: exploration variance 1e-4)
 TARGET_OF_BOUND = 0.9
+AUTO_TOLERANCE = 0.10  # auto may be this much slower than the better schedule (fixed, not the run's noise)
 
 
 _PROCESS_FINE: Any = None
@@ -116,6 +122,13 @@ def time_round_robin(variants: dict[str, Callable[[], object]], repeats: int) ->
             run()
             times[name].append(time.perf_counter() - started)
     return {name: np.array(values) for name, values in times.items()}
+
+
+def paired_ratio(times: dict[str, np.ndarray], numerator: str, denominator: str) -> dict[str, float]:
+    """Median and range over rounds of ``numerator / denominator`` timed in the same round."""
+    ratios = times[numerator] / times[denominator]
+    return {"median": float(np.median(ratios)), "min": float(ratios.min()), "max": float(ratios.max()),
+            "rounds": len(ratios)}
 
 
 def mean_ci(values: np.ndarray) -> tuple[float, float]:
@@ -255,12 +268,20 @@ def single_trajectory(
     table["auto K=1"]["chosen"] = chosen
     print(f"auto K=1 chose: {chosen} (warm-up included)")
     k1 = table["parareal K=1"]
-    verdict = "meets" if k1["of_machine_bound"] >= TARGET_OF_BOUND else "MISSES"
+    k1["paired_speedup"] = paired = paired_ratio(times, "serial fine", "parareal K=1")
+    k1["of_bound_paired"] = paired["median"] / k1["bound"]
+    k1["meets_target"] = bool(k1["of_bound_paired"] >= TARGET_OF_BOUND)
     print(
-        f"K=1 speedup {k1['speedup']:.2f}x = {100 * k1['of_machine_bound']:.0f}% of the machine bound "
-        f"{k1['machine_bound']:.2f}x ({verdict} the {100 * TARGET_OF_BOUND:.0f}% target); "
-        f"{100 * k1['of_bound']:.0f}% of the ideal bound {k1['bound']:.2f}x (P cores at one core's speed), "
-        f"{100 * k1['of_effective_bound']:.0f}% of the effective bound {k1['effective_bound']:.2f}x"
+        f"VERDICT N={slices}: K=1 speedup {paired['median']:.2f}x (median of {paired['rounds']} interleaved rounds, "
+        f"range {paired['min']:.2f}-{paired['max']:.2f}) = {100 * k1['of_bound_paired']:.0f}% of the ideal bound "
+        f"{k1['bound']:.2f}x (cost model, P = {workers} workers at one core's measured speed) -> "
+        f"{'meets' if k1['meets_target'] else 'MISSES'} the {100 * TARGET_OF_BOUND:.0f}% target "
+        f"(bound needed: {TARGET_OF_BOUND * k1['bound']:.2f}x)"
+    )
+    print(
+        f"  for diagnosis: {100 * k1['of_machine_bound']:.0f}% of this run's machine bound "
+        f"{k1['machine_bound']:.2f}x, {100 * k1['of_effective_bound']:.0f}% of the effective bound "
+        f"{k1['effective_bound']:.2f}x"
     )
     return {
         "costs": {
@@ -344,20 +365,18 @@ def planner_batch(
     )
     verdicts = {}
     for k in (1, 2):
-        auto_mean, auto_half = mean_ci(times[f"auto K={k}"])
-        best_name = min(("sample-parallel", f"parareal K={k}"), key=lambda n: times[n].mean())
-        best_mean, best_half = mean_ci(times[best_name])
-        ratio = auto_mean / best_mean
-        noise = (auto_half + best_half) / best_mean
+        best_name = min(("sample-parallel", f"parareal K={k}"), key=lambda n: np.median(times[n]))
+        paired = paired_ratio(times, f"auto K={k}", best_name)
         verdicts[f"K={k}"] = {
-            "auto_over_best": ratio,
+            "auto_over_best": paired,
             "best": best_name,
-            "noise": noise,
-            "within_noise": bool(ratio <= 1.0 + max(noise, 0.05)),
+            "tolerance": AUTO_TOLERANCE,
+            "within_tolerance": bool(paired["median"] <= 1.0 + AUTO_TOLERANCE),
         }
         print(
-            f"auto K={k}: {ratio:.3f} x the better of the two ({best_name}); noise +-{100 * noise:.1f}% -> "
-            f"{'OK' if verdicts[f'K={k}']['within_noise'] else 'SLOWER'}"
+            f"VERDICT auto K={k}: {paired['median']:.3f} x the better of the two ({best_name}; median of "
+            f"{paired['rounds']} interleaved rounds, range {paired['min']:.2f}-{paired['max']:.2f}); bound "
+            f"{1 + AUTO_TOLERANCE:.2f} (fixed) -> {'OK' if verdicts[f'K={k}']['within_tolerance'] else 'SLOWER'}"
         )
     return {
         "costs": {
@@ -372,15 +391,17 @@ def planner_batch(
 
 def main(argv: list[str] | None = None) -> int:
     parser = common_arguments(__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 20, quick 3)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 20, quick 5)")
     args = parser.parse_args(argv)
-    repeats = args.repeats or (3 if args.quick else 20)
+    repeats = args.repeats or (5 if args.quick else 20)
     slice_counts = (4,) if args.quick else (4, 8)
     load_before = os.getloadavg()
 
     scene = paper_scene("box")
     fine_model = FineModel(scene)
-    coarse = load_coarse(args.coarse, scene, learned_weights=args.learned_weights)
+    coarse = load_coarse(
+        args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
+    )
     projector = load_projector(scene, not args.no_projection)
     start = push_start_states(scene, np.array([SIDE_FRACTION * slider_half_width(scene)]))[0]
     serial = PararealSolver(coarse=coarse, fine=SerialBackend(fine_model), projector=projector)

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 
 from parapush.parareal import PararealOptions, PararealSolver
 from parapush.physics.fine import FineModel
-from parapush.scene import wrap_angle
+from parapush.scene import Scene, wrap_angle
 from parareal_common import (
     common_arguments,
     constant_pushes,
@@ -50,6 +50,29 @@ PAPER_TABLE1 = {  # ISRR 2019 Table 1: mean translation (mm) and rotation (deg) 
 PUSH_DATASET_STD = (8.10, 4.20)  # Yu et al. 2016 via ISRR Table 1: translation mm, rotation deg
 
 
+def table1_pushes(scene: Scene, states_count: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The protocol's trajectories on ``scene`` (a :func:`paper_scene`), state-major.
+
+    Args:
+        scene: one slider at the origin.
+        states_count: S, initial states (pusher offsets drawn uniformly within the slider's edges).
+        seed: seed of the offsets' generator.
+    Returns:
+        initial states (3S, D), controls (3S, N, 2) m/s, durations (N,) s, and the push
+        angle of each row (3S,) deg.
+    """
+    rng = np.random.default_rng(seed)
+    edge = slider_half_width(scene)
+    offsets = rng.uniform(-edge, edge, size=states_count)
+    starts = push_start_states(scene, offsets)  # (S, D)
+    sequences = constant_pushes(ANGLES_DEG, SPEED, SLICES)  # (3, N, 2)
+    initial = np.repeat(starts, len(ANGLES_DEG), axis=0)  # (3S, D): state-major
+    controls = np.tile(sequences, (states_count, 1, 1))
+    durations = np.full(SLICES, DURATION)
+    angle_of_row = np.tile(np.asarray(ANGLES_DEG), states_count)
+    return initial, controls, durations, angle_of_row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = common_arguments(__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, default=None, help="initial states (default 100, quick 10)")
@@ -64,18 +87,12 @@ def main(argv: list[str] | None = None) -> int:
 
     scene = paper_scene(args.shape)
     layout = scene.layout
-    rng = np.random.default_rng(args.seed)
-    edge = slider_half_width(scene)
-    offsets = rng.uniform(-edge, edge, size=states_count)
-    starts = push_start_states(scene, offsets)  # (S, D)
-    sequences = constant_pushes(ANGLES_DEG, SPEED, SLICES)  # (3, N, 2)
-    initial = np.repeat(starts, len(ANGLES_DEG), axis=0)  # (3S, D): state-major
-    controls = np.tile(sequences, (states_count, 1, 1))
-    durations = np.full(SLICES, DURATION)
-    angle_of_row = np.tile(np.asarray(ANGLES_DEG), states_count)
+    initial, controls, durations, angle_of_row = table1_pushes(scene, states_count, args.seed)
 
     fine_model = FineModel(scene)
-    coarse = load_coarse(args.coarse, scene, learned_weights=args.learned_weights)
+    coarse = load_coarse(
+        args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
+    )
     projector = load_projector(scene, not args.no_projection)
     with make_fine_backend(args.backend, fine_model, args.workers) as backend:
         solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)

@@ -59,16 +59,20 @@ if ((${#exports[@]})); then
 fi
 
 # 4. The ROS package: generate and build the interfaces, install into $PREFIX.
+# launch/ and config/ are installed as copies: a change to them reinstalls too.
 iface_hash=$(hash_of "$ROOT/CMakeLists.txt" "$ROOT/package.xml" "$ROOT"/msg/*.msg "$ROOT"/srv/*.srv \
-  "$ROOT"/action/*.action <(echo "$lock_hash $PREFIX"))
+  "$ROOT"/action/*.action <(find "$ROOT/launch" "$ROOT/config" -type f -print0 | sort -z | xargs -0 cat) \
+  <(echo "$lock_hash $PREFIX"))
 if ! stamp_ok interfaces "$iface_hash" || [[ ! -d "$PREFIX/lib/python3.11/site-packages/parareal_pushing" ]]; then
   log "building the ROS package (interfaces)"
   export CMAKE_PREFIX_PATH="$VENV" AMENT_PREFIX_PATH="$VENV"
   # CMake refuses exported include paths inside the source tree, and the venv's numpy
-  # headers are inside it: configure from a staged source folder of links instead.
+  # headers are inside it: configure from a staged source folder of links instead (package.xml
+  # copied, as ament installs it; CMakeLists.txt installs launch/ and config/ resolved, not as links).
   STAGE=$ROOT/build/package-src
   rm -rf "$BUILD" "$STAGE" && mkdir -p "$STAGE"
-  for item in CMakeLists.txt package.xml msg srv action launch config src; do
+  cp "$ROOT/package.xml" "$STAGE/package.xml"
+  for item in CMakeLists.txt msg srv action launch config src; do
     ln -s "$ROOT/$item" "$STAGE/$item"
   done
   cmake -S "$STAGE" -B "$BUILD" -DCMAKE_INSTALL_PREFIX="$PREFIX" -DPython3_EXECUTABLE="$PY" \
@@ -76,6 +80,9 @@ if ! stamp_ok interfaces "$iface_hash" || [[ ! -d "$PREFIX/lib/python3.11/site-p
     || { tail -30 "$ROOT/build/cmake-configure.log" >&2; log "cmake configure failed (log: build/cmake-configure.log)"; exit 1; }
   cmake --build "$BUILD" -j "$(nproc)" >"$ROOT/build/cmake-build.log" 2>&1 \
     || { tail -30 "$ROOT/build/cmake-build.log" >&2; log "cmake build failed (log: build/cmake-build.log)"; exit 1; }
+  # Earlier set-ups installed launch/ and config/ as links into the source tree; installing the
+  # real directories through such a link would leave the link in place.
+  find "$PREFIX/share/parareal_pushing" -maxdepth 1 -type l -delete 2>/dev/null || true
   cmake --install "$BUILD" >"$ROOT/build/cmake-install.log" 2>&1 \
     || { tail -30 "$ROOT/build/cmake-install.log" >&2; log "cmake install failed"; exit 1; }
   stamp_set interfaces "$iface_hash"

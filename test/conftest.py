@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from local_ports import free_port
+
 # scripts/run sets a per-run domain; a bare `pytest` gets one derived from its PID so that
 # parallel runs on one machine do not cross-talk.
 os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
@@ -110,7 +112,8 @@ class SuiteGuard:
         for folder in self.required_folders:
             counts = self.counts.get(folder, Counter())
             if not counts["collected"]:
-                self.problems.append(f"test/{folder}: no test collected")
+                why = f" (ROS 2 not available: {self.ros_error})" if folder in ROS_FOLDERS and self.ros_error else ""
+                self.problems.append(f"test/{folder}: no test collected{why}")
             elif not counts["ran"]:
                 self.problems.append(
                     f"test/{folder}: {counts['collected']} tests collected, none ran ({counts['skipped']} skipped)"
@@ -132,3 +135,9 @@ class SuiteGuard:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SuiteGuard(), "parapush-suite-guard")
+
+
+@pytest.fixture
+def free_udp_port() -> int:
+    """A UDP port on 127.0.0.1 that no socket holds now (the OS picks it; it may be taken again later)."""
+    return free_port()

@@ -98,6 +98,15 @@ def check_choice(name: str, value: Any, choices: Collection[str]) -> str:
     return value
 
 
+def check_not_empty(name: str, value: Any) -> str:
+    """``value`` if it is a non-empty string."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name}: expected a string, got {value!r}")
+    if not value:
+        raise ValueError(f"{name}: must not be empty")
+    return value
+
+
 def check_finite_array(name: str, value: Any, shape: tuple[int | None, ...] | None = None) -> np.ndarray:
     """``value`` as a float array of ``shape`` (None entries: any size) with finite entries."""
     array = np.asarray(value, dtype=float)
@@ -117,6 +126,7 @@ __all__ = [
     "check_finite_array",
     "check_integer",
     "check_non_negative",
+    "check_not_empty",
     "check_optional_positive",
     "check_positive",
     "check_real",

@@ -21,7 +21,7 @@ import pytest
 from test_executor_support import Harness, plateau, start_executor, wait_until
 
 from parapush.execution.frames import RigidTransform
-from parapush.nodes.executor import ExecutorStartupError
+from parapush.execution.gripper_monitor import ExecutorStartupError
 from parapush.robotiq.device_model import DeviceModelSettings
 from parapush.robotiq.registers import ObjectStatus
 from parapush.sim.gripper_emulator import GripperEmulator, GripperEmulatorSettings

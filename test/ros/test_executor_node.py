@@ -32,9 +32,8 @@ from test_executor_support import (
 )
 
 from parapush.execution.frames import RigidTransform
-from parapush.execution.gripper_endpoint import SerialEndpoint, TcpEndpoint
 from parapush.graph import config_dir
-from parapush.nodes.executor import PARAMETERS, ExecutorNode, ThrottledLog, gripper_endpoint
+from parapush.nodes.executor import PARAMETERS, ExecutorNode
 from parapush.nodes.parameters import ParameterError, flatten_parameters
 
 pytestmark = pytest.mark.timeout(60)
@@ -230,7 +229,7 @@ def test_a_stalled_executor_still_stops_inside_the_workspace_box(rig):
     harness.place((0.28, 0.0))
     harness.send((0.1, 0.0, 1.0))
     wait_until(lambda: harness.pusher()[0] >= X_MAX - STALL_MARGIN - 0.01, 3.0, what="the pusher near the wall")
-    with node._output_lock:  # no command, no watchdog: the node is stalled
+    with node.control.lock:  # no command, no watchdog: the node is stalled
         speed = harness.received()[-1].linear[0]
         time.sleep(0.15)
     wait_until(lambda: idle(node), 3.0, what="the end of the control")
@@ -422,40 +421,3 @@ BAD_PARAMETERS = [
 def test_invalid_parameters_name_the_parameter(ros_context, overrides, name):
     with pytest.raises(ParameterError, match=f"parameter '{name}'"):
         start_executor(ros_context, None, **overrides)
-
-
-def test_gripper_addresses():
-    tcp = gripper_endpoint("127.0.0.1:5020", device_id=9, baudrate=115200)
-    assert isinstance(tcp, TcpEndpoint) and (tcp.host, tcp.port, tcp.framing) == ("127.0.0.1", 5020, "socket")
-    assert gripper_endpoint("rtu+tcp://robot:54321", device_id=9, baudrate=115200).framing == "rtu"
-    serial = gripper_endpoint("/dev/ttyUSB0", device_id=3, baudrate=57600)
-    assert isinstance(serial, SerialEndpoint) and (serial.port, serial.device_id, serial.baudrate) == (
-        "/dev/ttyUSB0", 3, 57600)
-    with pytest.raises(ParameterError, match="parameter 'gripper.address'"):
-        gripper_endpoint("tcp://robot", device_id=9, baudrate=115200)
-
-
-def test_logging_is_rate_limited_per_reason_with_a_repeat_count():
-    class Logger:
-        def __init__(self):
-            self.lines = []
-
-        def info(self, text):
-            self.lines.append(("info", text))
-
-        def warning(self, text):
-            self.lines.append(("warning", text))
-
-        def error(self, text):
-            self.lines.append(("error", text))
-
-    now = [0.0]
-    logger = Logger()
-    log = ThrottledLog(logger, 1.0, clock=lambda: now[0])
-    assert log("a", "warning", "speed")
-    assert not log("a", "warning", "speed") and not log("a", "warning", "speed")
-    assert log("b", "error", "stale")  # another reason is not throttled by the first
-    now[0] = 1.5
-    assert log("a", "warning", "speed")
-    assert logger.lines == [("warning", "speed"), ("error", "stale"),
-                            ("warning", "speed (2 more since the last report)")]

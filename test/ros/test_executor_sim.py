@@ -36,6 +36,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from test_executor_support import wait_until
 
+from local_ports import free_port
 from parapush.graph import config_dir, resolve_scene_path
 from parapush.nodes.conversions import seconds_to_time
 from parapush.nodes.sim_driver import SimDriverNode
@@ -176,11 +177,6 @@ class Client:
         wait_until(at_rest, timeout, what="the pusher at rest")
 
 
-def free_port(kind: int) -> int:
-    """A port nobody listens on now (socket.SOCK_DGRAM or SOCK_STREAM), for a child process to bind."""
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def executor_command(gripper_address: str, tool_width: float) -> list[str]:

@@ -81,7 +81,7 @@ def assert_nothing_lost(node, topics) -> None:
         time.sleep(0.02)
     assert len(topics.snapshot()) >= node._published - 1, (len(topics.snapshot()), node._published)
     stats = node.client.stats()
-    tracker = node._tracker.diagnostics(time.monotonic())
+    tracker = node.tracking.tracker.diagnostics(time.monotonic())
     assert stats.frames_lost == 0 and stats.stale_frames == 0 and stats.malformed_packets == 0, stats
     assert tracker.frames_used == tracker.frames_received >= stats.frames_delivered - 1, tracker.summary()
     assert node._published >= tracker.frames_used - 1, (node._published, tracker.frames_used)  # 1 in flight

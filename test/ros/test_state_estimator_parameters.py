@@ -27,7 +27,6 @@ from test_state_estimator_support import (
     SCENE,
     MovingScene,
     Topics,
-    free_udp_port,
     start_estimator,
 )
 
@@ -41,7 +40,6 @@ from parapush.nodes.conversions import msg_to_snapshot
 from parapush.nodes.parameters import ParameterError, flatten_parameters
 from parapush.nodes.state_estimator import (
     PARAMETERS,
-    FrameGate,
     StateEstimatorNode,
     body_transforms,
     mocap_frame_transform,
@@ -115,13 +113,13 @@ def test_bad_parameters_fail_at_start_naming_the_parameter(tmp_path, ros_context
     assert natnet_threads() == [], "a failed start left NatNet threads running"
 
 
-def test_the_shipped_parameter_file_starts_and_reports_no_server(ros_context, spinning):
+def test_the_shipped_parameter_file_starts_and_reports_no_server(ros_context, spinning, free_udp_port):
     """config/state_estimator.yaml as is (the port moved to a free one: nothing answers)."""
     values = flatten_parameters(yaml.safe_load((CONFIG / "state_estimator.yaml").read_text())["state_estimator"]
                       ["ros__parameters"])
     assert set(values) <= {spec.name for spec in PARAMETERS}
     topics = Topics(ros_context, spinning)
-    node = start_estimator(ros_context, spinning, free_udp_port(), topics, **{**values, "diagnostics_period": 0.1})
+    node = start_estimator(ros_context, spinning, free_udp_port, topics, **{**values, "diagnostics_period": 0.1})
     try:
         assert node.body_map == BODY_MAP and node.scene.name == "clutter_fig1"
         if state_estimator.TransformBroadcaster is None:
@@ -190,38 +188,7 @@ def test_tf_messages_carry_the_body_poses_and_the_mocap_frame():
                                transform.points_to_table(point), atol=1e-12)
 
 
-def frame(number: int, timestamp: float, mid: int, received: int | None = None, transmit: int | None = None):
-    received = mid + 1000 if received is None else received
-    transmit = mid + 2000 if transmit is None else transmit
-    return MocapFrame(frame_number=number, rigid_bodies=(), timestamp=timestamp, mid_exposure_ticks=mid,
-                      data_received_ticks=received, transmit_ticks=transmit)
-
-
-def test_frame_gate_rejects_damaged_stamps():
-    frequency = 10_000_000
-    period_ticks = frequency // 120
-    gate = FrameGate(max_latency=0.1, clock_tolerance=0.002)
-    good = [frame(n, 1.0 + n / 120, 10**9 + n * period_ticks) for n in range(6)]
-    assert gate.check(good[0], frequency) == (None, pytest.approx(2000 / frequency))
-    assert gate.check(good[1], frequency)[0] is None
-    # Timestamp damaged (+0.3 s): rejected, and the next frame too (checked against it).
-    assert gate.check(frame(2, good[2].timestamp + 0.3, good[2].mid_exposure_ticks), frequency)[0] == "clock"
-    assert gate.check(good[3], frequency)[0] == "clock"
-    assert gate.check(good[4], frequency)[0] is None
-    # Latency of 5 s, and stamps out of order.
-    assert gate.check(frame(5, good[5].timestamp, good[5].mid_exposure_ticks,
-                            transmit=good[5].mid_exposure_ticks + 5 * frequency), frequency)[0] == "latency"
-    assert gate.check(frame(6, 1.05, 10**9 + 6 * period_ticks, received=10**9), frequency)[0] == "latency"
-    # No high-resolution stamps, or no frequency: passes, latency unknown.
-    assert gate.check(MocapFrame(frame_number=7, rigid_bodies=(), timestamp=1.1), frequency) == (None, None)
-    assert gate.check(good[5], 0) == (None, None)
-    # Tolerance 0: no clock check.
-    lenient = FrameGate(max_latency=0.1, clock_tolerance=0.0)
-    lenient.check(good[0], frequency)
-    assert lenient.check(frame(1, 9.0, good[1].mid_exposure_ticks), frequency)[0] is None
-
-
-def test_body_map_setting_follows_the_shared_rule(ros_context):
+def test_body_map_setting_follows_the_shared_rule(ros_context, free_udp_port):
     """auto: config/mocap/<scene>.yaml, else generated; "": generated (as the simulated driver)."""
     from parapush.estimation.body_map import default_body_map
 
@@ -232,7 +199,7 @@ def test_body_map_setting_follows_the_shared_rule(ros_context):
     ]:
         node = StateEstimatorNode(context=ros_context, parameter_overrides=[
             Parameter("scene_file", value=scene_file), Parameter("body_map_file", value=setting),
-            Parameter("command_port", value=free_udp_port())])
+            Parameter("command_port", value=free_udp_port)])
         try:
             assert node.body_map == (expected or default_body_map(node.scene)), (scene_file, setting)
             values = {pair.key: pair.value for pair in node.diagnostics()[0].values}
@@ -241,15 +208,15 @@ def test_body_map_setting_follows_the_shared_rule(ros_context):
             node.close()
 
 
-def test_diagnostics_levels_without_a_tracker_are_errors(ros_context, tmp_path):
+def test_diagnostics_levels_without_a_tracker_are_errors(ros_context, tmp_path, free_udp_port):
     """A mapping by Motive names only cannot track before the model definitions arrive."""
     path = tmp_path / "names.yaml"
     path.write_text("bodies:\n" + "".join(f"  - {{body: {name}, motive_name: m_{name}}}\n"
                                           for name in ("pusher", *SCENE.object_names)))
     node = StateEstimatorNode(context=ros_context, parameter_overrides=[
-        Parameter("body_map_file", value=str(path)), Parameter("command_port", value=free_udp_port())])
+        Parameter("body_map_file", value=str(path)), Parameter("command_port", value=free_udp_port)])
     try:
-        assert node._tracker is None
+        assert node.tracking.tracker is None
         stream = node.diagnostics()[0]
         assert stream.level == DiagnosticStatus.ERROR
         assert len(node.diagnostics()) == 1  # no per-body status without a tracker
@@ -298,22 +265,3 @@ def test_the_executable_exits_2_on_a_bad_parameter_and_0_on_sigint_after_disconn
         assert good.returncode == 0, output
         assert server.stats().clients == (), "no DISCONNECT: the client was not stopped"
         assert "Traceback" not in output, output
-
-
-def test_clock_map_keeps_the_offset_of_short_brackets():
-    """A read of the ROS clock delayed by a preemption must not shift the stamps."""
-    from parapush.nodes.state_estimator import ClockMap
-
-    state = {"offset": 100.0, "delay": 0.0}
-
-    def clock():
-        reading = time.monotonic() + state["offset"]
-        time.sleep(state["delay"])  # preempted after reading: the bracket is long
-        return reading
-
-    clock_map = ClockMap(clock, max_bracket=0.0005)
-    assert clock_map.offset() == pytest.approx(100.0, abs=0.001)
-    state.update(offset=200.0, delay=0.003)
-    assert clock_map.offset() == pytest.approx(100.0, abs=0.001)  # every try too slow: kept
-    state.update(delay=0.0)
-    assert clock_map.offset() == pytest.approx(200.0, abs=0.001)  # a genuine change is followed

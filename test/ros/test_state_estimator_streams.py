@@ -24,7 +24,6 @@ from test_state_estimator_support import (
     MovingScene,
     Topics,
     all_valid,
-    free_udp_port,
     pose_errors,
     ros_minus_monotonic,
     settled_states,
@@ -105,7 +104,7 @@ def test_motive_names_are_resolved_and_re_resolved_when_models_change(tmp_path, 
         first = topics.wait_for(lambda m: stamp(m) > resolved and all_valid(m), what="valid states with the new ids")
         print(f"\nids re-resolved within {1e3 * (resolved - changed):.1f} ms of the change")
         assert resolved - changed < 1.5 and stamp(first) - resolved < 0.3  # (loose: a loaded machine)
-        diagnostics = node._tracker.diagnostics(time.monotonic())
+        diagnostics = node.tracking.tracker.diagnostics(time.monotonic())
         assert all(body.observations > 0 for body in diagnostics.bodies)
         assert {body.rigid_body_id for body in diagnostics.bodies} == {21, 22, 23, 24, 25}
         status = stream_status(node)
@@ -137,11 +136,11 @@ def test_motive_names_are_resolved_and_re_resolved_when_models_change(tmp_path, 
     assert not node.client.connected and not node._resolver.is_alive()
 
 
-def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning):
+def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning, free_udp_port):
     transform_path = write_transform(tmp_path)
     scene = MovingScene(load_table_transform(transform_path), seed=4)
     settings = MocapServerSettings(command_port=0, rate_hz=RATE_HZ, stream_unicast=False, stream_multicast=True,
-                                   data_port=free_udp_port(), multicast_group="239.255.42.77")
+                                   data_port=free_udp_port, multicast_group="239.255.42.77")
     server = MocapServer(scene, settings=settings).start()
     node = None
     try:
@@ -174,7 +173,8 @@ def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning
 def test_simulated_driver_with_the_shipped_configuration(ros_context, spinning):
     """The node's default files (config/mocap/clutter_fig1.yaml, table_transform.yaml) against the
     simulated driver configured by config/sim_world.yaml's conventions: the world's poses."""
-    from parapush.sim.driver import DriverSettings, GripperLinkSettings, MocapStreamSettings, SimDriver
+    from parapush.sim.driver import SimDriver
+    from parapush.sim.driver_settings import DriverSettings, GripperLinkSettings, MocapStreamSettings
     from parapush.sim.world import WorldSettings
 
     settings = DriverSettings(
@@ -215,7 +215,7 @@ def test_simulated_driver_with_the_shipped_configuration(ros_context, spinning):
 
 
 def test_shipped_transform_matches_the_simulated_driver():
-    from parapush.sim.driver import load_driver_settings
+    from parapush.sim.driver_settings import load_driver_settings
 
     driver = load_driver_settings(CONFIG / "sim_world.yaml")
     shipped = load_table_transform(CONFIG / "table_transform.yaml")

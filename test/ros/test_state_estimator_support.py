@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -334,9 +333,3 @@ def pose_errors(messages: list[SceneState], scene: MovingScene, offset: float) -
     shape = (len(messages), len(names))
     return Errors(np.array(positions).reshape(shape), np.array(speeds).reshape(shape),
                   np.array(yaws).reshape(shape[0], shape[1] - 1), names)
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

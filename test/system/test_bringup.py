@@ -24,6 +24,7 @@ from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
+from local_ports import free_port
 from parapush.graph import config_dir
 from parapush.programs.bringup import Bringup
 
@@ -35,10 +36,6 @@ SCENE = {
 }
 
 
-def free_port(kind=socket.SOCK_DGRAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def processes_mentioning(text: str) -> list[int]:
@@ -54,17 +51,23 @@ def processes_mentioning(text: str) -> list[int]:
     return found
 
 
+def short_planner_file(folder: Path) -> Path:
+    """config/planner.yaml with a cut-down optimizer budget, written to ``folder``."""
+    planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
+    planner["optimizer"].update(max_iterations=3, samples=12, time_budget=2.0)
+    planner_path = folder / "planner.yaml"
+    planner_path.write_text(yaml.safe_dump(planner))
+    return planner_path
+
+
 @pytest.fixture
 def run_files(tmp_path):
     scene_path = tmp_path / "system_short_push.yaml"
     scene_path.write_text(yaml.safe_dump(SCENE))
-    planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
-    planner["optimizer"].update(max_iterations=3, samples=12, time_budget=2.0)
-    planner_path = tmp_path / "planner.yaml"
-    planner_path.write_text(yaml.safe_dump(planner))
-    return scene_path, planner_path
+    return scene_path, short_planner_file(tmp_path)
 
 
+@pytest.mark.slow
 def test_bringup_pushes_to_the_goal_and_shuts_down_cleanly(run_files, tmp_path):
     scene_path, planner_path = run_files
     domain = int(os.environ["ROS_DOMAIN_ID"]) % 100 + 130

@@ -22,8 +22,9 @@ import pytest
 import yaml
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
+from test_bringup import short_planner_file
 
-from parapush.graph import config_dir
+from local_ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -49,11 +50,6 @@ RECORDED_TOPICS = {
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def free_port(kind=socket.SOCK_DGRAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
@@ -61,10 +57,7 @@ def demo_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("demo")
     scene_path = folder / "system_demo.yaml"
     scene_path.write_text(yaml.safe_dump(SCENE))
-    planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
-    planner["optimizer"].update(max_iterations=3, samples=12, time_budget=2.0)
-    planner_path = folder / "planner.yaml"
-    planner_path.write_text(yaml.safe_dump(planner))
+    planner_path = short_planner_file(folder)
     command_port, gripper_port = free_port(), free_port(socket.SOCK_STREAM)
     out = folder / "run"
     command = [

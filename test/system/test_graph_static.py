@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from parapush.graph import PROFILES, load_graph
+from parapush.graph import PROFILES, WILDCARD_SECTION, load_graph
 from parapush.nodes.parameters import flatten_parameters
+from parapush.programs.launch_graph import exit_policy_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = load_graph(ROOT / "config" / "graph.yaml")
@@ -44,18 +45,24 @@ def test_executable_is_installed_and_has_main(entry):
 
 @pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
 def test_parameter_file_keys_are_declared(entry):
-    path = GRAPH.parameters_path(entry)
-    assert path.is_file(), f"{path} does not exist"
-    data = yaml.safe_load(path.read_text())
-    assert set(data) == {entry.name}, f"{path}: expected one top-level key {entry.name!r}, got {list(data)}"
-    parameters = data[entry.name]["ros__parameters"]
     module = importlib.import_module(f"parapush.nodes.{entry.executable}")
-    declared = {spec.name for spec in module.PARAMETERS}
-    undeclared = sorted(set(flatten_parameters(parameters)) - declared)
-    assert not undeclared, f"{path}: keys not declared by {entry.executable}: {undeclared}"
     defaults = {spec.name: spec for spec in module.PARAMETERS}
-    for key, value in flatten_parameters(parameters).items():
-        defaults[key].validate(value)  # raises naming the parameter if the file's value is invalid
+    for path in GRAPH.parameters_paths(entry):
+        assert path.is_file(), f"{path} does not exist"
+        data = yaml.safe_load(path.read_text())
+        # A file of one node has that node's section; a shared file (model.yaml) the wildcard one.
+        assert len(data) == 1 and set(data) <= {entry.name, WILDCARD_SECTION}, (
+            f"{path}: expected one top-level key, {entry.name!r} or {WILDCARD_SECTION!r}, got {list(data)}")
+        parameters = flatten_parameters(next(iter(data.values()))["ros__parameters"])
+        undeclared = sorted(set(parameters) - set(defaults))
+        assert not undeclared, f"{path}: keys not declared by {entry.executable}: {undeclared}"
+        for key, value in parameters.items():
+            defaults[key].validate(value)  # raises naming the parameter if the file's value is invalid
+
+
+def test_the_shared_model_file_goes_to_every_node_that_predicts():
+    for name in ("prediction_service", "mpc", "identification"):
+        assert GRAPH.node(name).parameters[0] == "model.yaml", name
 
 
 @pytest.mark.parametrize("profile", sorted(GRAPH.profile_parameters))
@@ -89,3 +96,43 @@ def test_launch_files_are_generated_from_the_graph(profile):
     assert any(name == "generate_graph_launch_description" and args and args[0].value == profile
                for name, args in names), f"{path} does not generate the {profile!r} graph"
     assert GRAPH.for_profile(profile), f"no nodes in profile {profile!r}"
+
+
+def launch_shutdown(reason: str) -> tuple[str, str]:
+    """Stands for ``launch.actions.Shutdown(reason=...)`` (the launch libraries are not installed here)."""
+    return ("Shutdown", reason)
+
+
+@pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
+def test_launch_exit_actions_match_the_graph_policy(entry):
+    arguments = exit_policy_arguments(entry, launch_shutdown)
+    if entry.on_exit == "shutdown":
+        assert set(arguments) == {"on_exit"}
+        assert arguments["on_exit"][0] == "Shutdown" and entry.name in arguments["on_exit"][1]
+        return
+    assert entry.on_exit == "respawn"
+    assert arguments["respawn"] is True
+    assert arguments["respawn_delay"] == entry.respawn_delay
+    assert arguments["respawn_max_retries"] == entry.max_restarts
+    on_exit = arguments["on_exit"]
+    # launch calls on_exit at every exit and respawns max_restarts times: the exit after them stops the launch.
+    assert [on_exit(None, None) for _ in range(entry.max_restarts)] == [None] * entry.max_restarts
+    action = on_exit(None, None)
+    assert action is not None and action[0] == "Shutdown" and entry.name in action[1]
+
+
+def test_launch_nodes_take_their_exit_policy_from_the_graph():
+    """The generated launch_ros Node actions get exit_policy_arguments(entry, ...) as keyword arguments."""
+    path = ROOT / "src" / "parapush" / "programs" / "launch_graph.py"
+    tree = ast.parse(path.read_text())
+    node_calls = [call for call in ast.walk(tree)
+                  if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Node"]
+    assert len(node_calls) == 1, f"{path}: expected one Node(...) action"
+    spread = [keyword.value for keyword in node_calls[0].keywords if keyword.arg is None]
+    assert any(isinstance(value, ast.Call) and getattr(value.func, "id", None) == "exit_policy_arguments"
+               and isinstance(value.args[0], ast.Name) and value.args[0].id == "entry" for value in spread), \
+        f"{path}: Node(...) does not take **exit_policy_arguments(entry, ...)"
+    shutdown_factories = [call for call in ast.walk(tree)
+                          if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Shutdown"]
+    assert shutdown_factories and all(keyword.arg == "reason" for call in shutdown_factories
+                                      for keyword in call.keywords)

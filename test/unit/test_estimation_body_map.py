@@ -62,7 +62,7 @@ def test_shipped_example_does_not_fit_another_scene():
         (lambda e: e[3].update(centre_offset=[0, 0]), r"bodies\[3\] \(clutter_b\)\.centre_offset"),
         (
             lambda e: e[3].update(yaw_offset=float("nan")),
-            r"bodies\[3\] \(clutter_b\)\.yaw_offset: must be finite",
+            r"bodies\[3\] \(clutter_b\)\.yaw_offset: expected a finite number",
         ),
         (lambda e: e[0].update(offset=[0, 0, 0]), r"bodies\[0\] \(pusher\): unknown field\(s\) \['offset'\]"),
         (lambda e: e[0].pop("body"), r"bodies\[0\]\.body: missing"),

@@ -191,5 +191,5 @@ def test_jump_thresholds_may_be_disabled():
     estimator = PoseVelocityFilter(settings)
     estimator.update(0.0, [0.0, 0.0, 0.0])
     assert estimator.update(PERIOD, [1.0, 0.0, 3.0]) is FilterEvent.UPDATED
-    with pytest.raises(ValueError, match="position_noise: must be finite"):
+    with pytest.raises(ValueError, match="position_noise: expected a finite number > 0"):
         PoseFilterSettings(position_noise=math.inf)

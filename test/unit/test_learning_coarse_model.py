@@ -6,15 +6,23 @@ distinct from the shipped model's training seed (1) and model-card test seed (20
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
-from parapush.learning.coarse_learned import LearnedCoarseModel, shipped_weights_path
+from parapush.learning.coarse_learned import (
+    FineSettingsMismatchWarning,
+    LearnedCoarseModel,
+    fine_settings_mismatches,
+    shipped_weights_path,
+)
 from parapush.learning.dataset import DatasetConfig, default_geometry, generate_dataset
 from parapush.learning.evaluation import evaluate_one_step
 from parapush.learning.geometry import ModelMismatchError
 from parapush.learning.sampling import PushSamplingConfig
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+from parapush.physics.fine_settings import FineSettings
 from parapush.physics.propagator import Propagator
 from parapush.scene import scene_from_dict
 
@@ -51,6 +59,8 @@ def test_is_a_propagator_with_the_scene_layout(one_slider):
         (scene_with(5), r"objects: the scene has 5 objects but the model was trained for at most 4"),
         (scene_with(2, radius=0.06), r"objects\[s0\]\.radius"),
         (scene_with(1, mass=2.0), r"objects\[s0\]\.mass"),
+        (scene_with(1, friction=0.5), r"objects\[s0\]\.friction"),
+        (scene_with(1, height=0.05), r"objects\[s0\]\.height"),
         (scene_from_dict({"name": "p", "pusher": {"radius": 0.03}, "objects": [{"name": "s"}]}), r"pusher\.radius"),
     ],
 )
@@ -64,6 +74,48 @@ def test_obstacles_are_refused_unless_ignored_explicitly():
     with pytest.raises(ModelMismatchError, match="obstacles"):
         LearnedCoarseModel(scene)
     assert LearnedCoarseModel(scene, ignore_obstacles=True).layout.object_count == 1
+
+
+def test_a_fine_timestep_other_than_the_trained_one_warns_naming_the_field():
+    with pytest.warns(FineSettingsMismatchWarning, match=r"fine_settings\.timestep: 0\.002 \(trained: 0\.001\)"):
+        model = LearnedCoarseModel(scene_with(1), fine_settings=FineSettings(timestep=0.002))
+    assert model.fine_settings.timestep == 0.002
+
+
+def test_every_mismatching_fine_setting_is_named():
+    settings = FineSettings(timestep=0.005, integrator="implicitfast", cone="pyramidal")
+    with pytest.warns(FineSettingsMismatchWarning) as record:
+        LearnedCoarseModel(scene_with(2), fine_settings=settings)
+    message = str(record[0].message)
+    for field in ("timestep", "integrator", "cone"):
+        assert f"fine_settings.{field}:" in message
+    assert "pusher_collider" not in message
+
+
+@pytest.mark.parametrize("settings", [None, FineSettings(), FineSettings(speed_limit=5.0)])
+def test_the_trained_fine_settings_load_silently(settings):
+    """None means the defaults (as for FineModel); speed_limit only marks unstable rows."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LearnedCoarseModel(scene_with(1), fine_settings=settings)
+
+
+def test_a_caller_can_refuse_mismatched_fine_settings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FineSettingsMismatchWarning)
+        with pytest.raises(FineSettingsMismatchWarning, match="integrator"):
+            LearnedCoarseModel(scene_with(1), fine_settings=FineSettings(integrator="rk4"))
+
+
+def test_weights_without_recorded_fine_settings_count_as_a_mismatch():
+    assert fine_settings_mismatches(None, FineSettings()) == [
+        "fine_settings: the weights' metadata records no dataset.fine_settings"
+    ]
+    recorded = {"timestep": 0.001, "integrator": "euler"}
+    mismatches = fine_settings_mismatches(recorded, FineSettings())
+    assert "fine_settings.cone: 'elliptic' (trained: not recorded)" in mismatches
+    with pytest.raises(TypeError, match="fine_settings"):
+        fine_settings_mismatches(recorded, {"timestep": 0.001})
 
 
 def test_accepts_the_authors_slider_radius():

@@ -385,8 +385,8 @@ def test_failing_source_is_counted_and_streaming_continues(make_server, make_pee
     assert server.stats().source_errors >= 8
 
 
-def test_multicast_stream_on_loopback(make_server):
-    data_port = _free_udp_port()
+def test_multicast_stream_on_loopback(make_server, free_udp_port):
+    data_port = free_udp_port
     server = make_server(stream_unicast=False, stream_multicast=True, data_port=data_port)
     receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -503,12 +503,3 @@ def test_body_sample_and_fault_injection_validation():
     with pytest.raises(ValueError, match="count"):
         server.corrupt_next_frames(0)
     assert MocapServerSettings(natnet_version="3.1").natnet_version == NatNetVersion(3, 1)
-
-
-def _free_udp_port() -> int:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-    finally:
-        probe.close()

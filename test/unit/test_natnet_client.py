@@ -116,8 +116,8 @@ def test_latest_frame_receive_time_and_latency(server):
         assert client.latest_frame().frame.frame_number >= second.frame.frame_number
 
 
-def test_multicast_frames_are_exact():
-    data_port = _free_udp_port()
+def test_multicast_frames_are_exact(free_udp_port):
+    data_port = free_udp_port
     settings = MocapServerSettings(
         command_port=0, rate_hz=RATE_HZ, stream_unicast=False, stream_multicast=True, data_port=data_port
     )
@@ -280,8 +280,8 @@ def test_packets_from_foreign_addresses_are_ignored(server):
     assert stats.malformed_packets == 0
 
 
-def test_timeouts_without_a_server():
-    port = _free_udp_port()
+def test_timeouts_without_a_server(free_udp_port):
+    port = free_udp_port
     with NatNetClient(NatNetClientSettings(command_port=port, connect_retry_s=0.05)) as client:
         start = time.monotonic()
         with pytest.raises(NatNetTimeoutError, match=f"127.0.0.1:{port}"):
@@ -328,12 +328,3 @@ def test_stop_is_clean_and_the_context_manager_closes_everything(server):
 def test_settings_validation_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         NatNetClientSettings(**kwargs)
-
-
-def _free_udp_port() -> int:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-    finally:
-        probe.close()

@@ -213,8 +213,8 @@ def test_running_unicast_client_survives_fuzz_from_the_server_address(version_te
     assert after.callback_errors == 0
 
 
-def test_running_multicast_client_survives_fuzz_on_the_group():
-    data_port = _free_udp_port()
+def test_running_multicast_client_survives_fuzz_on_the_group(free_udp_port):
+    data_port = free_udp_port
     server_settings = MocapServerSettings(
         command_port=0, rate_hz=200.0, stream_unicast=False, stream_multicast=True, data_port=data_port
     )
@@ -262,12 +262,3 @@ def test_foreign_fuzz_never_reaches_the_decoder():
         intruder.close()
     assert stats.foreign_packets == 1000
     assert stats.malformed_packets == 0
-
-
-def _free_udp_port() -> int:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-    finally:
-        probe.close()

@@ -195,9 +195,9 @@ def test_pypi_natnet_client_unicast(version_text):
         assert tuple(described[0].quat) == DESCRIPTIONS[0].orientation
 
 
-def test_pypi_natnet_client_multicast():
+def test_pypi_natnet_client_multicast(free_udp_port):
     version = NatNetVersion(4, 1)
-    data_port = _free_udp_port()
+    data_port = free_udp_port
     settings = MocapServerSettings(
         command_port=0, rate_hz=RATE_HZ, stream_unicast=False, stream_multicast=True, data_port=data_port
     )
@@ -264,12 +264,3 @@ def test_natnetsdk_unpacks_datagrams_from_our_running_server(version_text):
             ours.transmit_ticks,
             ours.params,
         )
-
-
-def _free_udp_port() -> int:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-    finally:
-        probe.close()

@@ -1,4 +1,5 @@
-"""The simulated driver end to end: NatNet over UDP, Modbus TCP, arm twists (parapush.sim.driver)."""
+"""The simulated driver end to end: NatNet over UDP, Modbus TCP, arm twists (parapush.sim.driver)
+and its settings (parapush.sim.driver_settings)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,12 @@ from parapush.robotiq.device_model import DeviceModelSettings
 from parapush.robotiq.registers import GripperCommand, GripperStatus, ObjectStatus
 from parapush.scene import load_scene, wrap_angle
 from parapush.sim.arm import ArmFault
-from parapush.sim.driver import (
+from parapush.sim.driver import SimDriver
+from parapush.sim.driver_settings import (
     DriverSettings,
     DriverSettingsError,
     GripperLinkSettings,
     MocapStreamSettings,
-    SimDriver,
     load_driver_settings,
 )
 from parapush.sim.gripper_emulator import GripperEmulatorSettings
@@ -175,6 +176,21 @@ def test_udp_loss_is_delegated_to_the_mocap_server(start_driver):
     collect_frames(client, 20)
     assert driver.status().mocap.datagrams_dropped > 5
     assert client.stats().frames_lost > 5
+
+
+def test_udp_loss_can_be_changed_while_streaming(start_driver):
+    driver, client = start_driver()
+    collect_frames(client, 10)
+    assert driver.status().mocap.datagrams_dropped == 0
+    driver.set_natnet_loss(0.5)
+    collect_frames(client, 20)
+    dropped = driver.status().mocap.datagrams_dropped
+    assert dropped > 5
+    driver.set_natnet_loss(0.0)
+    collect_frames(client, 10)
+    assert driver.status().mocap.datagrams_dropped == dropped
+    with pytest.raises(ValueError, match="drop_probability"):
+        driver.set_natnet_loss(1.5)
 
 
 def test_objects_on_the_floor_are_outside_the_capture_volume(start_driver):
@@ -332,8 +348,8 @@ def test_a_body_mapping_for_another_scene_is_refused_and_the_generated_one_fits(
 def test_the_entry_point_prints_the_endpoints_and_stops_on_ctrl_c(coupling):
     if coupling == "gripper" and shutil.which("socat") is None:
         pytest.skip("socat is needed for the gripper's pty")
-    command = [sys.executable, "-m", "parapush.sim.driver", "--scene", "clutter_fig1.yaml", "--mocap-port", "0",
-               "--coupling", coupling, "--status-period", "0", "--log-level", "WARNING"]
+    command = [sys.executable, "-m", "parapush.programs.sim_devices", "--scene", "clutter_fig1.yaml",
+               "--mocap-port", "0", "--coupling", coupling, "--status-period", "0", "--log-level", "WARNING"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

@@ -16,13 +16,13 @@ names the entry, ``bodies[2] (clutter_b)``, and the field.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from parapush.scene import Scene
+from parapush.validation import check_real
 from parapush.yaml_file import read_yaml
 
 #: The scene body name of the pusher.
@@ -73,9 +73,9 @@ class BodyMapEntry:
         object.__setattr__(
             self,
             "centre_offset",
-            tuple(_finite(value, f"{where}.centre_offset[{index}]") for index, value in enumerate(offset)),
+            tuple(_finite(f"{where}.centre_offset[{index}]", value) for index, value in enumerate(offset)),
         )
-        object.__setattr__(self, "yaw_offset", _finite(self.yaw_offset, f"{where}.yaw_offset"))
+        object.__setattr__(self, "yaw_offset", _finite(f"{where}.yaw_offset", self.yaw_offset))
 
     @property
     def label(self) -> str:
@@ -87,16 +87,12 @@ class BodyMapEntry:
         return self.body == PUSHER_BODY
 
 
-def _finite(value: Any, name: str) -> float:
-    if isinstance(value, bool):
-        raise BodyMapError(f"{name}: expected a number, got {value!r}")
+def _finite(name: str, value: Any) -> float:
+    """:func:`~parapush.validation.check_real` raising :class:`BodyMapError`."""
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise BodyMapError(f"{name}: expected a number, got {value!r}") from None
-    if not math.isfinite(number):
-        raise BodyMapError(f"{name}: must be finite, got {value!r}")
-    return number
+        return check_real(name, value)
+    except ValueError as error:
+        raise BodyMapError(str(error)) from None
 
 
 def _duplicates(values: list[tuple[Any, int]], what: str, entries) -> None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from parapush.validation import check_positive
+
 
 class FrameClock:
     """Maps server frame timestamps to local measurement times (see the module docstring).
@@ -33,11 +35,8 @@ class FrameClock:
     """
 
     def __init__(self, window: float = 2.0, restart_jump: float = 1.0) -> None:
-        for name, value in (("window", window), ("restart_jump", restart_jump)):
-            if not math.isfinite(value) or value <= 0.0:
-                raise ValueError(f"{name}: must be finite and > 0 s, got {value!r}")
-        self.window = float(window)
-        self.restart_jump = float(restart_jump)
+        self.window = check_positive("window", window)
+        self.restart_jump = check_positive("restart_jump", restart_jump)
         self.restarts = 0
         self._last_server_time: float | None = None
         # (server time, offset) pairs with increasing offsets: the front is the window minimum.

@@ -56,6 +56,7 @@ from parapush.natnet.messages import (
 )
 from parapush.natnet.models import ModelDefinitions
 from parapush.natnet.version import NatNetVersion
+from parapush.validation import check_integer, check_positive
 
 __all__ = ["NatNetClient", "NatNetClientSettings", "NatNetClientStats", "ReceivedFrame"]
 
@@ -129,20 +130,14 @@ class NatNetClientSettings:
         check_ipv4(self.local_address, "local_address")
         if self.multicast_group is not None:
             check_multicast_group(self.multicast_group)
-        if not 1 <= self.command_port <= 65535:
-            raise ValueError(f"command_port must be in 1..65535, got {self.command_port}")
-        if self.data_port is not None and not 1 <= self.data_port <= 65535:
-            raise ValueError(f"data_port must be in 1..65535 or None, got {self.data_port}")
+        check_integer("command_port", self.command_port, minimum=1, maximum=65535)
+        if self.data_port is not None:
+            check_integer("data_port", self.data_port, minimum=1, maximum=65535)
         for name in ("keepalive_period_s", "connect_retry_s", "silence_timeout_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0.0):
-                raise ValueError(f"{name} must be > 0 s, got {value}")
-        if self.reorder_window_frames < 1:
-            raise ValueError(f"reorder_window_frames must be >= 1, got {self.reorder_window_frames}")
-        if self.max_gap_frames < 1:
-            raise ValueError(f"max_gap_frames must be >= 1, got {self.max_gap_frames}")
-        if self.receive_buffer_bytes < 65536:
-            raise ValueError(f"receive_buffer_bytes must be >= 65536, got {self.receive_buffer_bytes}")
+            check_positive(name, getattr(self, name))
+        check_integer("reorder_window_frames", self.reorder_window_frames, minimum=1)
+        check_integer("max_gap_frames", self.max_gap_frames, minimum=1)
+        check_integer("receive_buffer_bytes", self.receive_buffer_bytes, minimum=65536)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ from parapush.estimation.rotations import (
     yaw_about_z,
     yaw_quaternion,
 )
+from parapush.validation import check_finite_array
 from parapush.yaml_file import read_yaml
 
 #: Section of a transform YAML file holding the transform.
@@ -82,18 +83,17 @@ class TableFrameError(ValueError):
     """A table transform (or its YAML) is invalid; the message names the field."""
 
 
-def _finite_vector(value: Any, length: int, name: str) -> np.ndarray:
+def _finite_vector(name: str, value: Any, length: int) -> np.ndarray:
+    """``length`` finite numbers (:func:`~parapush.validation.check_finite_array` raising
+    :class:`TableFrameError`)."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
         raise TableFrameError(f"{name}: expected a list of {length} numbers, got {value!r}")
     try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TableFrameError(f"{name}: expected {length} numbers, got {value!r}") from None
-    if array.shape != (length,):
-        raise TableFrameError(f"{name}: expected {length} numbers, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise TableFrameError(f"{name}: must be finite, got {array.tolist()}")
-    return array
+        return check_finite_array(name, value, (length,))
+    except (TypeError, ValueError) as error:
+        text = str(error)
+        raise TableFrameError(text if text.startswith(f"{name}: ") else f"{name}: expected {length} numbers, "
+                              f"got {value!r}") from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,12 +132,12 @@ class TableTransform:
     translation: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
-        rotation = _finite_vector(self.rotation, 4, "rotation")
+        rotation = _finite_vector("rotation", self.rotation, 4)
         try:
             rotation = unit_quaternion(rotation, "rotation")
         except ValueError as error:
             raise TableFrameError(str(error)) from None
-        translation = _finite_vector(self.translation, 3, "translation")
+        translation = _finite_vector("translation", self.translation, 3)
         object.__setattr__(self, "rotation", tuple(float(v) for v in canonical_quaternion(rotation)))
         object.__setattr__(self, "translation", tuple(float(v) for v in translation))
         object.__setattr__(self, "_matrix", quaternion_to_matrix(self.rotation))
@@ -156,7 +156,7 @@ class TableTransform:
     @classmethod
     def from_rpy(cls, roll: float, pitch: float, yaw: float, translation=(0.0, 0.0, 0.0)) -> TableTransform:
         """From fixed-axis roll/pitch/yaw (rad), R = Rz(yaw) Ry(pitch) Rx(roll)."""
-        angles = _finite_vector((roll, pitch, yaw), 3, "rpy")
+        angles = _finite_vector("rpy", (roll, pitch, yaw), 3)
         return cls.from_matrix(rpy_to_matrix(*angles), translation)
 
     @classmethod
@@ -261,13 +261,13 @@ def _rotation_from_dict(data: Any, where: str) -> np.ndarray:
         raise TableFrameError(f"{where}: give exactly one of {list(known)}, got {given}")
     key = given[0]
     if key == "quaternion":
-        quaternion = _finite_vector(data[key], 4, f"{where}.quaternion")
+        quaternion = _finite_vector(f"{where}.quaternion", data[key], 4)
         try:
             return unit_quaternion(quaternion, f"{where}.quaternion")
         except ValueError as error:
             raise TableFrameError(str(error)) from None
     if key in ("rpy", "rpy_degrees"):
-        angles = _finite_vector(data[key], 3, f"{where}.{key}")
+        angles = _finite_vector(f"{where}.{key}", data[key], 3)
         if key == "rpy_degrees":
             angles = np.radians(angles)
         return matrix_to_quaternion(rpy_to_matrix(*angles))
@@ -292,7 +292,7 @@ def table_transform_from_dict(data: Any, where: str = TRANSFORM_SECTION) -> Tabl
     for key in ("translation", "rotation"):
         if key not in data:
             raise TableFrameError(f"{where}.{key}: missing")
-    translation = _finite_vector(data["translation"], 3, f"{where}.translation")
+    translation = _finite_vector(f"{where}.translation", data["translation"], 3)
     rotation = _rotation_from_dict(data["rotation"], f"{where}.rotation")
     return TableTransform(tuple(rotation), tuple(translation))
 

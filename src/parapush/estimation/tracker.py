@@ -41,18 +41,10 @@ from parapush.estimation.frame_clock import FrameClock
 from parapush.estimation.table_frame import TablePose, TableTransform
 from parapush.estimation.velocity_filter import FilterEvent, PoseFilterSettings, PoseVelocityFilter
 from parapush.scene import Scene, SceneSnapshot, wrap_angle
+from parapush.validation import check_integer, check_positive
 
 if TYPE_CHECKING:
     from parapush.natnet import MocapFrame
-
-
-def _positive(value: float, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}: expected a number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number) or number <= 0.0:
-        raise ValueError(f"{name}: must be finite and > 0, got {value!r}")
-    return number
 
 
 @dataclass(frozen=True)
@@ -92,16 +84,14 @@ class TrackerSettings:
             "stream_restart_jump",
             "rate_window",
         ):
-            object.__setattr__(self, name, _positive(getattr(self, name), name))
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
         if not isinstance(self.pose_filter, PoseFilterSettings):
             raise ValueError(
                 f"pose_filter: expected PoseFilterSettings, got {type(self.pose_filter).__name__}"
             )
         if not isinstance(self.use_server_clock, bool):
             raise ValueError(f"use_server_clock: expected a bool, got {self.use_server_clock!r}")
-        frames = self.stream_restart_frames
-        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
-            raise ValueError(f"stream_restart_frames: expected an integer >= 1, got {frames!r}")
+        check_integer("stream_restart_frames", self.stream_restart_frames, minimum=1)
 
 
 @dataclass(frozen=True)

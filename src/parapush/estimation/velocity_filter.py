@@ -54,14 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_discrete_are, solve_discrete_lyapunov
 
-
-def _positive(value: float, name: str, allow_infinite: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}: expected a number, got {value!r}")
-    number = float(value)
-    if math.isnan(number) or (math.isinf(number) and not allow_infinite) or number <= 0.0:
-        raise ValueError(f"{name}: must be {'> 0' if allow_infinite else 'finite and > 0'}, got {value!r}")
-    return number
+from parapush.validation import check_positive
 
 
 @dataclass(frozen=True)
@@ -98,9 +91,10 @@ class PoseFilterSettings:
             "initial_speed_std",
             "initial_yaw_rate_std",
         ):
-            object.__setattr__(self, name, _positive(getattr(self, name), name))
-        for name in ("jump_distance", "jump_angle"):
-            object.__setattr__(self, name, _positive(getattr(self, name), name, allow_infinite=True))
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        for name in ("jump_distance", "jump_angle"):  # math.inf: never
+            value = getattr(self, name)
+            object.__setattr__(self, name, math.inf if value == math.inf else check_positive(name, value))
 
     @property
     def measurement_variance(self) -> np.ndarray:
@@ -251,7 +245,7 @@ class PoseVelocityFilter:
 
 def steady_state_gains(settings: PoseFilterSettings, period: float) -> np.ndarray:
     """(3, 2) steady-state Kalman gains (k_p, k_v in 1/s) of x, y, yaw at sample ``period`` s."""
-    period = _positive(period, "period")
+    period = check_positive("period", period)
     transition = np.array([[1.0, period], [0.0, 1.0]])
     observation = np.array([[1.0, 0.0]])
     noise = _process_noise(settings.process_density, period)
@@ -285,7 +279,7 @@ def steady_state_std(settings: PoseFilterSettings, period: float) -> np.ndarray:
     ``A = (I - K H) F``; its error covariance solves ``S = A S A^T + K sigma^2 K^T``. (The
     Kalman covariance itself is larger: it also budgets for the modelled random acceleration.)
     """
-    period = _positive(period, "period")
+    period = check_positive("period", period)
     transition = np.array([[1.0, period], [0.0, 1.0]])
     gains = steady_state_gains(settings, period)
     result = np.empty((3, 2))

@@ -27,6 +27,7 @@ import numpy as np
 
 from parapush.execution.commands import PlanarControl, TwistCommand
 from parapush.execution.frames import RigidTransform
+from parapush.validation import check_not_empty, check_real
 
 _BOUNDARY_TOLERANCE_S = 1e-9
 """Sample times within this of a control boundary count as past it (float rounding of t0 + k / rate)."""
@@ -46,11 +47,8 @@ class CommandStreamSettings:
     table_to_base: RigidTransform = field(default_factory=RigidTransform.identity)
 
     def __post_init__(self) -> None:
-        rate = self.rate_hz
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= MAX_RATE_HZ:
-            raise ValueError(f"rate_hz: expected a number in (0, {MAX_RATE_HZ}], got {rate!r}")
-        if not isinstance(self.frame_id, str) or not self.frame_id:
-            raise ValueError(f"frame_id: expected a non-empty string, got {self.frame_id!r}")
+        check_real("rate_hz", self.rate_hz, above=0.0, maximum=MAX_RATE_HZ)
+        check_not_empty("frame_id", self.frame_id)
         if not isinstance(self.table_to_base, RigidTransform):
             raise ValueError(f"table_to_base: expected a RigidTransform, got {self.table_to_base!r}")
 

@@ -6,10 +6,11 @@ ROS-free stand-ins for ``parareal_pushing/PusherControl`` and ``geometry_msgs/Tw
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from parapush.validation import check_positive, check_real
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,8 @@ class PlanarControl:
 
     def __post_init__(self) -> None:
         for name in ("vx_m_s", "vy_m_s", "duration_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name}: expected a finite number, got {value!r}")
-        if self.duration_s <= 0:
-            raise ValueError(f"duration_s: expected > 0, got {self.duration_s!r}")
+            check_real(name, getattr(self, name))
+        check_positive("duration_s", self.duration_s)
 
     @property
     def velocity(self) -> np.ndarray:
@@ -57,10 +55,7 @@ class TwistCommand:
     angular: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
     def __post_init__(self) -> None:
-        if isinstance(self.stamp_s, bool) or not isinstance(self.stamp_s, (int, float)) or not math.isfinite(
-            self.stamp_s
-        ):
-            raise ValueError(f"stamp_s: expected a finite number, got {self.stamp_s!r}")
+        check_real("stamp_s", self.stamp_s)
         if not isinstance(self.frame_id, str) or not self.frame_id:
             raise ValueError(f"frame_id: expected a non-empty string, got {self.frame_id!r}")
         for name in ("linear", "angular"):

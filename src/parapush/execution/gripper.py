@@ -28,7 +28,6 @@ Thread safety: transactions are serialised by a lock; do not run two motions con
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import time
@@ -59,25 +58,15 @@ from parapush.robotiq.registers import (
     GripperStatus,
     ObjectStatus,
 )
+from parapush.validation import check_integer, check_positive
 
 _LOGGER = logging.getLogger(__name__)
 _COUNT_MAX = 255
 
 
-def _finite_positive(name: str, value: float) -> None:
-    if (
-        not isinstance(value, (int, float))
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
-
-
 def _count(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _COUNT_MAX:
-        raise ValueError(f"{name}: expected an integer count in [0, {_COUNT_MAX}], got {value!r}")
-    return value
+    """A register count 0-255."""
+    return check_integer(name, value, minimum=0, maximum=_COUNT_MAX)
 
 
 @dataclass(frozen=True)
@@ -98,10 +87,9 @@ class GripperDriverSettings:
     geometry: FingerGeometry = field(default_factory=FingerGeometry)
 
     def __post_init__(self) -> None:
-        _finite_positive("request_timeout_s", self.request_timeout_s)
-        _finite_positive("poll_period_s", self.poll_period_s)
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or not 0 <= self.retries <= 10:
-            raise ValueError(f"retries: expected an integer in [0, 10], got {self.retries!r}")
+        check_positive("request_timeout_s", self.request_timeout_s)
+        check_positive("poll_period_s", self.poll_period_s)
+        check_integer("retries", self.retries, minimum=0, maximum=10)
         if not isinstance(self.geometry, FingerGeometry):
             raise ValueError(f"geometry: expected a FingerGeometry, got {self.geometry!r}")
 
@@ -241,7 +229,7 @@ class RobotiqGripper:
             GripperFault: the gripper reports a major fault (e.g. 0x0D activation fault).
             GripperCommunicationError: a write was not acknowledged.
         """
-        _finite_positive("timeout_s", timeout_s)
+        check_positive("timeout_s", timeout_s)
         deadline = time.monotonic() + timeout_s
         current = self.status()
         if current.is_active and not self._blocking_fault(current) and not reactivate:
@@ -285,7 +273,7 @@ class RobotiqGripper:
             speed=_count("speed", speed),
             force=_count("force", force),
         )
-        _finite_positive("timeout_s", timeout_s)
+        check_positive("timeout_s", timeout_s)
         deadline = time.monotonic() + timeout_s
         current = self.status()
         self._raise_on_fault(current, state=f"move to {position}: before the request", include_priority=False)
@@ -332,7 +320,7 @@ class RobotiqGripper:
             plus the errors of :meth:`move`.
         """
         for name, value in (("expected_width_m", expected_width_m), ("width_tolerance_m", width_tolerance_m)):
-            _finite_positive(name, value)
+            check_positive(name, value)
         status = self.move(_COUNT_MAX, speed=speed, force=force, timeout_s=timeout_s)
         width = self._settings.geometry.opening_m(status.position)
         expected_mm, width_mm = expected_width_m * 1e3, width * 1e3

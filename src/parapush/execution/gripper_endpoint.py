@@ -16,14 +16,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from parapush.robotiq.registers import DEFAULT_BAUDRATE, DEFAULT_DEVICE_ID
+from parapush.validation import check_choice, check_integer, check_not_empty
 
 TCP_FRAMINGS = ("socket", "rtu")
 _SCHEME_FRAMING = {"tcp": "socket", "rtu+tcp": "rtu"}
-
-
-def _check_device_id(device_id: int) -> None:
-    if isinstance(device_id, bool) or not isinstance(device_id, int) or not 1 <= device_id <= 247:
-        raise ValueError(f"device_id: expected an integer in [1, 247], got {device_id!r}")
 
 
 @dataclass(frozen=True)
@@ -43,9 +39,8 @@ class SerialEndpoint:
     def __post_init__(self) -> None:
         if not isinstance(self.port, str) or not self.port or self.port.lower() == "auto":
             raise ValueError(f"port: expected an explicit serial device path, got {self.port!r}")
-        if isinstance(self.baudrate, bool) or not isinstance(self.baudrate, int) or self.baudrate <= 0:
-            raise ValueError(f"baudrate: expected a positive integer, got {self.baudrate!r}")
-        _check_device_id(self.device_id)
+        check_integer("baudrate", self.baudrate, minimum=1)
+        check_integer("device_id", self.device_id, minimum=1, maximum=247)
 
     def describe(self) -> str:
         return f"serial {self.port} at {self.baudrate} bit/s 8N1, device id {self.device_id}"
@@ -68,13 +63,10 @@ class TcpEndpoint:
     device_id: int = DEFAULT_DEVICE_ID
 
     def __post_init__(self) -> None:
-        if not isinstance(self.host, str) or not self.host:
-            raise ValueError(f"host: expected a non-empty string, got {self.host!r}")
-        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
-            raise ValueError(f"port: expected an integer in [1, 65535], got {self.port!r}")
-        if self.framing not in TCP_FRAMINGS:
-            raise ValueError(f"framing: expected one of {TCP_FRAMINGS}, got {self.framing!r}")
-        _check_device_id(self.device_id)
+        check_not_empty("host", self.host)
+        check_integer("port", self.port, minimum=1, maximum=65535)
+        check_choice("framing", self.framing, TCP_FRAMINGS)
+        check_integer("device_id", self.device_id, minimum=1, maximum=247)
 
     def describe(self) -> str:
         kind = "Modbus TCP" if self.framing == "socket" else "Modbus RTU over TCP"

@@ -54,15 +54,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from parapush.execution.braking import max_speed_within
+from parapush.validation import check_positive, check_real
 
 _WALL_MARGIN_M = 1e-9
 """Distance kept from the walls so float rounding never lands exactly on or past them, m."""
 _RELATIVE_TOLERANCE = 1e-9
-
-
-def _finite(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name}: expected a finite number, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -88,16 +84,13 @@ class SafetyLimits:
 
     def __post_init__(self) -> None:
         for name in ("x_min_m", "x_max_m", "y_min_m", "y_max_m"):
-            _finite(name, getattr(self, name))
+            check_real(name, getattr(self, name))
         if self.x_max_m <= self.x_min_m:
             raise ValueError(f"x_max_m: expected > x_min_m ({self.x_min_m}), got {self.x_max_m}")
         if self.y_max_m <= self.y_min_m:
             raise ValueError(f"y_max_m: expected > y_min_m ({self.y_min_m}), got {self.y_max_m}")
         for name in ("max_speed_m_s", "max_acceleration_m_s2", "stale_state_timeout_s", "command_timeout_s"):
-            value = getattr(self, name)
-            _finite(name, value)
-            if value <= 0:
-                raise ValueError(f"{name}: expected > 0, got {value!r}")
+            check_positive(name, getattr(self, name))
 
     def contains(self, position_m: Sequence[float]) -> bool:
         """Whether a (2,) table-frame position (m) is inside the workspace box (boundary included)."""
@@ -198,7 +191,7 @@ class SafetyFilter:
     def __init__(self, limits: SafetyLimits, *, command_period_s: float) -> None:
         if not isinstance(limits, SafetyLimits):
             raise ValueError(f"limits: expected SafetyLimits, got {limits!r}")
-        _finite("command_period_s", command_period_s)
+        check_real("command_period_s", command_period_s)
         if command_period_s <= 0:
             raise ValueError(f"command_period_s: expected > 0, got {command_period_s!r}")
         if 2.0 * command_period_s > limits.command_timeout_s:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from parapush.execution.command_stream import CommandStream, CommandStreamSettings, StreamPhase, StreamSample
 from parapush.execution.commands import PlanarControl, TwistCommand
 from parapush.execution.safety import SafetyFilter, SafetyLimits, SafeVelocity
+from parapush.validation import check_integer
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,7 @@ class ExecutorSettings:
             raise ValueError(f"stream: expected CommandStreamSettings, got {self.stream!r}")
         if not isinstance(self.limits, SafetyLimits):
             raise ValueError(f"limits: expected SafetyLimits, got {self.limits!r}")
-        repeats = self.stop_repeats
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
-            raise ValueError(f"stop_repeats: expected an integer in [1, 100], got {repeats!r}")
+        check_integer("stop_repeats", self.stop_repeats, minimum=1, maximum=100)
 
 
 @dataclass(frozen=True, eq=False)

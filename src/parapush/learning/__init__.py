@@ -17,7 +17,13 @@ and tqdm, training needs torch (the ``learning`` extra). Modules:
 - :mod:`~parapush.learning.evaluation`: one-step errors against the fine model.
 """
 
-from parapush.learning.coarse_learned import LearnedCoarseModel, shipped_weights_path
+from parapush.learning.coarse_learned import FineSettingsMismatchWarning, LearnedCoarseModel, shipped_weights_path
 from parapush.learning.geometry import ModelMismatchError, TrainedGeometry
 
-__all__ = ["LearnedCoarseModel", "ModelMismatchError", "TrainedGeometry", "shipped_weights_path"]
+__all__ = [
+    "FineSettingsMismatchWarning",
+    "LearnedCoarseModel",
+    "ModelMismatchError",
+    "TrainedGeometry",
+    "shipped_weights_path",
+]

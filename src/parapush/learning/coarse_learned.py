@@ -22,18 +22,33 @@ other radii, masses or friction coefficients) and, unless ``ignore_obstacles`` i
 scenes with obstacles (the network has never seen one; Parareal's fine corrections would
 have to account for them). Controls faster than the trained speed and durations outside
 the trained range are refused too, rather than extrapolated.
+
+The network imitates one fine model: the :class:`FineSettings` its training pushes were
+simulated with (``dataset.fine_settings`` in the weights' metadata). Built for other fine
+settings (``fine_settings``: those of the fine model it is paired with), it emits a
+:class:`FineSettingsMismatchWarning` naming every differing field. A warning, not an error
+as for the scene's bodies: with other fine settings the model is still a valid coarse
+model, only a less accurate one (Parareal converges to the fine model it is given whatever
+the coarse model; fewer iterations are exact), and studies of the fine settings need
+exactly that pairing. Callers that must not run mismatched turn it into an error with
+``warnings.simplefilter("error", FineSettingsMismatchWarning)``.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from parapush.learning.encoding import EncodingSpec, PusherFrameEncoder
 from parapush.learning.geometry import ModelMismatchError, TrainedGeometry
 from parapush.learning.numpy_network import ExportedNetwork, load_network
+from parapush.physics.fine_settings import FineSettings
 from parapush.physics.projection import FeasibilityProjector
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene, StateLayout
@@ -46,6 +61,40 @@ SPEED_TOLERANCE = 1.0e-3
 
 DURATION_TOLERANCE = 1.0e-9
 """Absolute margin, s, around the trained duration range."""
+
+UNCHECKED_FINE_SETTINGS = ("speed_limit",)
+"""FineSettings fields that do not change the simulated pushes (only which rows are marked
+unstable), so a difference in them is not a mismatch."""
+
+
+class FineSettingsMismatchWarning(UserWarning):
+    """The fine settings a learned coarse model is used with are not those of its training data."""
+
+
+def fine_settings_mismatches(trained: Any, settings: FineSettings) -> list[str]:
+    """Descriptions ``"<field>: <value> (trained: <value>)"`` of every field of ``settings``
+    that differs from ``trained`` (the ``dataset.fine_settings`` mapping of the weights'
+    metadata); fields absent from ``trained`` differ. Empty when they match.
+
+    Raises:
+        TypeError naming ``settings`` when it is not a FineSettings.
+    """
+    if not isinstance(settings, FineSettings):
+        raise TypeError(f"fine_settings: expected FineSettings, got {type(settings).__name__}")
+    if not isinstance(trained, dict):
+        return ["fine_settings: the weights' metadata records no dataset.fine_settings"]
+    mismatches = []
+    for name in (item.name for item in fields(FineSettings) if item.name not in UNCHECKED_FINE_SETTINGS):
+        value = getattr(settings, name)
+        if name not in trained:
+            mismatches.append(f"fine_settings.{name}: {value!r} (trained: not recorded)")
+            continue
+        recorded = trained[name]
+        same = (math.isclose(float(value), float(recorded), rel_tol=1e-9, abs_tol=0.0)
+                if isinstance(value, float) and isinstance(recorded, (int, float)) else value == recorded)
+        if not same:
+            mismatches.append(f"fine_settings.{name}: {value!r} (trained: {recorded!r})")
+    return mismatches
 
 
 def shipped_weights_path() -> Path:
@@ -63,15 +112,23 @@ class LearnedCoarseModel:
         ignore_obstacles: accept a scene with obstacles and predict as if they were absent
             (with ``resolve_overlaps`` objects predicted inside an obstacle are moved out).
         resolve_overlaps: project the network's predictions to states without penetration.
+        fine_settings: the :class:`FineSettings` of the fine model this coarse model is
+            paired with (None: the defaults, as for ``FineModel``); compared with those the
+            training data was simulated with.
 
     Attributes:
         layout: the scene's state layout.
+        fine_settings: the fine settings it was built for.
         network: the loaded network.
         max_speed: trained largest pusher speed, m/s.
         duration_range: trained (shortest, longest) control duration, s.
 
     Raises:
         ModelMismatchError (a ValueError) naming the field when the scene or the weights do not fit.
+
+    Warns:
+        FineSettingsMismatchWarning naming every field of ``fine_settings`` that differs from
+        the training data's (see the module docstring for why this is a warning).
     """
 
     def __init__(
@@ -81,9 +138,11 @@ class LearnedCoarseModel:
         *,
         ignore_obstacles: bool = False,
         resolve_overlaps: bool = True,
+        fine_settings: FineSettings | None = None,
     ) -> None:
         if not isinstance(scene, Scene):
             raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
+        fine_settings = FineSettings() if fine_settings is None else fine_settings
         path = shipped_weights_path() if weights_path is None else Path(weights_path)
         if not path.is_file():
             raise FileNotFoundError(f"weights_path: no weights file at {path}")
@@ -92,6 +151,7 @@ class LearnedCoarseModel:
         encoding = EncodingSpec.from_dict(metadata["encoding"])
         geometry = TrainedGeometry.from_dict(metadata["geometry"])
         geometry.check_scene(scene)
+        mismatches = fine_settings_mismatches(metadata.get("dataset", {}).get("fine_settings"), fine_settings)
         if scene.obstacles and not ignore_obstacles:
             raise ModelMismatchError(
                 f"obstacles: the scene has {len(scene.obstacles)} obstacle(s) "
@@ -104,11 +164,20 @@ class LearnedCoarseModel:
         if not (np.isfinite(self.max_speed) and all(np.isfinite(self.duration_range))):
             raise ModelMismatchError(f"{path}: metadata has no finite trained_ranges (max_speed, duration_range)")
         self.scene = scene
+        self.fine_settings = fine_settings
         self.weights_path = path
         self.geometry = geometry
         self.layout: StateLayout = scene.layout
         self.encoder = PusherFrameEncoder(encoding, geometry)
         self.projector = FeasibilityProjector(scene) if resolve_overlaps else None
+        if mismatches:
+            warnings.warn(
+                f"{path}: the learned coarse model was trained against another fine model: {'; '.join(mismatches)}. "
+                "Its predictions approximate the trained fine model, not this one (Parareal needs more iterations); "
+                "retrain it for these settings (src/parapush/data/learned_coarse_model.md) or use the trained ones",
+                FineSettingsMismatchWarning,
+                stacklevel=2,
+            )
 
     def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
         """Predict the states after holding each control for its duration.

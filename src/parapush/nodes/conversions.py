@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from parareal_pushing.msg import ControlSequence, ObjectState, PredictedTrajectory, PusherControl, SceneState
 
+from parapush.reporting.diagnostic_report import DiagnosticReport
 from parapush.scene import Scene, SceneSnapshot, wrap_angle
 
 
@@ -278,3 +280,14 @@ def trajectory_to_msg(
 def trajectory_from_msg(message: PredictedTrajectory, scene: Scene) -> np.ndarray:
     """States (N + 1, D) of a PredictedTrajectory message."""
     return np.stack([msg_to_snapshot(state, scene).state for state in message.states])
+
+
+def report_to_status(report: DiagnosticReport) -> DiagnosticStatus:
+    """The ``diagnostic_msgs/DiagnosticStatus`` of a core diagnostics report."""
+    return DiagnosticStatus(
+        level=bytes([int(report.level)]),
+        name=report.name,
+        message=report.message,
+        hardware_id=report.hardware_id,
+        values=[KeyValue(key=key, value=value) for key, value in report.values],
+    )

@@ -7,11 +7,11 @@ stopping a running goal and the gripper release are still published before shutd
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 
 import rclpy
@@ -23,6 +23,7 @@ from parapush.nodes.parameters import ParameterError
 
 EXIT_BAD_PARAMETER = 2
 EXIT_START_FAILED = 3
+EXIT_SPIN_FAILED = 4
 
 
 def make_executor(node: Node, *, threads: int | None = None, context=None) -> Executor:
@@ -39,16 +40,24 @@ def make_executor(node: Node, *, threads: int | None = None, context=None) -> Ex
     return SingleThreadedExecutor(context=context)
 
 
-def _spin(executor: Executor) -> None:
-    with contextlib.suppress(ExternalShutdownException):
+def _spin(executor: Executor, failures: list[BaseException]) -> None:
+    """``executor.spin()``; an exception out of it (a callback's) is printed and kept in ``failures``."""
+    try:
         executor.spin()
+    except ExternalShutdownException:
+        pass
+    except BaseException as error:  # noqa: BLE001 - the node must exit non-zero, whatever was raised
+        traceback.print_exc()
+        failures.append(error)
 
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, threads: int | None = None) -> int:
     """Run one node until SIGINT, SIGTERM or the context shutting down.
 
     A node that cannot start because of a parameter prints the parameter's name and
-    returns ``EXIT_BAD_PARAMETER`` (2); any other start-up failure returns 3.
+    returns ``EXIT_BAD_PARAMETER`` (2); any other start-up failure returns 3; an exception
+    that ends the executor's spin (a callback raised) stops the node and returns
+    ``EXIT_SPIN_FAILED`` (4), so launch and the bringup see it died.
     """
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -69,11 +78,16 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         executor.add_node(node)
         # executor.spin() in its own thread (spin_once in a loop rebuilds the wait set for every
         # callback and cannot keep up with 100+ Hz topics); this thread waits for a signal.
-        spinner = threading.Thread(target=_spin, args=(executor,), name="executor", daemon=True)
+        failures: list[BaseException] = []
+        spinner = threading.Thread(target=_spin, args=(executor, failures), name="executor", daemon=True)
         spinner.start()
         while not stop.wait(0.1):
             if not spinner.is_alive() or not rclpy.ok():
                 break
+        if failures:
+            error = failures[0]
+            print(f"[FATAL] the executor stopped: {type(error).__name__}: {error}", file=sys.stderr)
+            return EXIT_SPIN_FAILED
         return 0
     finally:
         if node is not None:

@@ -40,6 +40,8 @@ class ParameterSpec:
         minimum, maximum: inclusive range for numbers (None: unbounded).
         choices: allowed values for strings (None: any).
         allow_empty: for strings, whether "" is allowed.
+        read_only: False for a parameter the node lets change at run time (it validates and
+            applies the change in its own set-parameters callback); the others are refused.
     """
 
     name: str
@@ -49,12 +51,13 @@ class ParameterSpec:
     maximum: float | None = None
     choices: Sequence[str] | None = None
     allow_empty: bool = True
+    read_only: bool = True
 
     def descriptor(self) -> ParameterDescriptor:
         text = self.description
         if self.choices:
             text += f" (one of: {', '.join(self.choices)})"
-        descriptor = ParameterDescriptor(name=self.name, description=text, read_only=True)
+        descriptor = ParameterDescriptor(name=self.name, description=text, read_only=self.read_only)
         if isinstance(self.default, bool):
             return descriptor
         if isinstance(self.default, int) and (self.minimum is not None or self.maximum is not None):

@@ -6,6 +6,11 @@ input) drives the end effector. Everything else reaches the rest of the stack ov
 devices' own protocols (NatNet over UDP to the state estimator, Modbus to the executor's
 gripper driver), exactly as on the robot. For analysis it also publishes the world's true
 state on ``/sim/true_state`` (never used for control) and its status on ``/diagnostics``.
+
+Fault injection from outside (tests, users): the ``faults.*`` parameters may be set at run
+time (``ros2 param set /sim_driver faults.natnet_loss 0.3``: NatNet datagram loss, arm fault,
+gripper fault code, gripper not answering), and the ``~/untrack_body`` service
+(parareal_pushing/srv/UntrackBody) streams one body untracked for a while.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import math
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TwistStamped
 from parareal_pushing.msg import SceneState
+from parareal_pushing.srv import UntrackBody
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
@@ -24,7 +31,10 @@ from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, time_to_seconds
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
-from parapush.sim.driver import DriverSettings, DriverSettingsError, SimDriver, load_driver_settings
+from parapush.sim.arm import ArmFault
+from parapush.sim.driver import SimDriver
+from parapush.sim.driver_settings import DriverSettings, DriverSettingsError, load_driver_settings
+from parapush.sim.mocap_server import UntrackMode
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
@@ -44,6 +54,38 @@ PARAMETERS = (
     ParameterSpec("true_state_rate", 30.0, "Hz of /sim/true_state", minimum=0.1, maximum=1000.0),
     ParameterSpec("diagnostics_period", 1.0, "s between diagnostics messages", minimum=0.05, maximum=60.0),
 )
+# Injected faults: settable at run time, applied to the driver at once (and at start-up).
+FAULT_PARAMETERS = (
+    ParameterSpec("faults.natnet_loss", 0.0, "probability that a NatNet frame datagram is lost",
+                  minimum=0.0, maximum=1.0, read_only=False),
+    ParameterSpec("faults.arm", ArmFault.NONE.value, "injected arm fault",
+                  choices=tuple(fault.value for fault in ArmFault), read_only=False),
+    ParameterSpec("faults.gripper", 0, "injected gripper fault code gFLT (e.g. 8, 10, 14); 0: none",
+                  minimum=0, maximum=15, read_only=False),
+    ParameterSpec("faults.gripper_responding", True, "false: the gripper stops answering Modbus requests",
+                  read_only=False),
+)
+PARAMETERS = PARAMETERS + FAULT_PARAMETERS
+
+
+def apply_fault(driver: SimDriver, name: str, value) -> None:
+    """Apply one ``faults.*`` parameter value (validated) to the driver.
+
+    Raises:
+        RuntimeError: the driver has no such device (e.g. no gripper with ``coupling: rigid``).
+    """
+    if name == "faults.natnet_loss":
+        driver.set_natnet_loss(value)
+    elif name == "faults.arm":
+        driver.inject_arm_fault(ArmFault(value))
+    elif name == "faults.gripper" and value:
+        driver.inject_gripper_fault(value)
+    elif name == "faults.gripper":
+        driver.clear_gripper_fault()
+    elif name == "faults.gripper_responding":
+        driver.set_gripper_responding(value)
+    else:
+        raise KeyError(f"no fault parameter {name!r}")
 
 
 def driver_settings_from_parameters(values: dict) -> DriverSettings:
@@ -85,6 +127,12 @@ class SimDriverNode(Node):
             raise ParameterError(f"parameter 'settings_file' (or an override): {error}") from None
         self.driver = SimDriver(self.scene, settings)
         self.driver.start()
+        self._faults = {spec.name: spec for spec in FAULT_PARAMETERS}
+        for name in self._faults:
+            if values[name] != self._faults[name].default:
+                self._apply_fault(name, values[name])
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.create_service(UntrackBody, "~/untrack_body", self._untrack_body)
         self._rejected = 0
         self.create_subscription(TwistStamped, values["twist_topic"], self._on_twist, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup())
@@ -110,6 +158,38 @@ class SimDriverNode(Node):
             if self._rejected == 1 or math.log2(self._rejected).is_integer():
                 self.get_logger().warning(f"twist rejected ({self._rejected} so far): {error}")
 
+    def _apply_fault(self, name: str, value) -> None:
+        try:
+            apply_fault(self.driver, name, value)
+        except (RuntimeError, ValueError) as error:
+            raise ParameterError(f"parameter '{name}': {error}") from None
+        self.get_logger().warning(f"fault injection: {name} = {value!r}")
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        """Runtime changes of ``faults.*`` (the others are read-only: rclpy refuses them first)."""
+        for parameter in parameters:
+            spec = self._faults.get(parameter.name)
+            if spec is None:
+                continue
+            try:
+                self._apply_fault(parameter.name, spec.validate(parameter.value))
+            except ParameterError as error:
+                return SetParametersResult(successful=False, reason=str(error))
+        return SetParametersResult(successful=True)
+
+    def _untrack_body(self, request: UntrackBody.Request, response: UntrackBody.Response) -> UntrackBody.Response:
+        mode = UntrackMode.OMIT if request.omit else UntrackMode.INVALID
+        try:
+            self.driver.untrack_body(request.body, duration_s=request.duration, mode=mode, delay_s=request.delay)
+        except (KeyError, ValueError, RuntimeError) as error:
+            response.success, response.message = False, f"not untracked: {error}"
+            return response
+        response.success = True
+        response.message = (f"{request.body} untracked ({mode.value}) for {request.duration:.3f} s "
+                            f"from {request.delay:.3f} s from now")
+        self.get_logger().warning(f"fault injection: {response.message}")
+        return response
+
     def _publish_true_state(self) -> None:
         snapshot = self.driver.world.snapshot()
         now = self.get_clock().now().nanoseconds * 1e-9
@@ -120,6 +200,7 @@ class SimDriverNode(Node):
         values: dict[str, str] = {}
         _flatten("", dataclasses.asdict(status), values)
         values["rejected_twists"] = str(self._rejected)
+        values.update({name: str(self.get_parameter(name).value) for name in self._faults})
         diagnostic = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{self.get_name()}: simulated devices",
                                       hardware_id="mujoco",
                                       message=f"pusher {'held' if status.pusher_held else 'not held'}")

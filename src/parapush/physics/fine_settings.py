@@ -28,6 +28,12 @@ class FineSettings:
       Median end-position difference to rk4 after 4 s pushes at 5 cm/s: 0.04 / 0.12 /
       0.10 mm (max 0.1 / 0.3 / 1.7 mm), below the ~0.1 mm per second that contact chaos
       gives anyway. Euler also makes the pusher servo dead-beat (implicitfast does not).
+    - ``timestep=0.001`` (kept by ``python bench/fine_model_cost.py``, reference in
+      ``bench/reference/fine_model_cost.json``): 2 ms halves the cost but moves Table 1
+      pushes by up to 1.2 mm after 6 s (p95 1.0 mm; the servo's kv, hence its tracking
+      under contact, halves with the step) and the planner's 4 s pushes by 3.3 mm p95
+      (the reference itself: 2.0 mm p95 from a 1 um different start); 5 and 10 ms are
+      4-11 mm p95 off on Table 1. Implicitfast costs as much as Euler at every step.
     - ``pusher_collider = object_collider = "cylinder"``: vertical capsules are analytic
       but save under 10 % of the step (5.4 vs 5.9 ms, 9.2 vs 9.8 ms: the constraint solver
       dominates) and change predictions by ~1 mm median (0.6 mm with four objects, and one

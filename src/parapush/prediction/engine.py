@@ -172,7 +172,8 @@ class PredictionEngine:
             return
         try:
             self._coarse["learned"] = LearnedCoarseModel(
-                self.scene, weights_path=self.config.learned_weights, resolve_overlaps=resolve_overlaps
+                self.scene, weights_path=self.config.learned_weights, resolve_overlaps=resolve_overlaps,
+                fine_settings=self.config.fine,
             )
         except (ValueError, OSError) as error:
             self.unavailable_coarse["learned"] = str(error)

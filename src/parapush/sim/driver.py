@@ -46,293 +46,58 @@ benches that do not drive a gripper).
 Faults
 ------
 Delegated to the devices' hooks: :meth:`SimDriver.untrack_body` (mocap bodies untracked for a
-time), ``mocap.server.drop_probability`` (UDP loss, set at start-up),
+time), :meth:`SimDriver.set_natnet_loss` (UDP loss; at start-up ``mocap.server.drop_probability``),
 :meth:`SimDriver.corrupt_mocap_frames`, :meth:`SimDriver.inject_gripper_fault`,
 :meth:`SimDriver.set_gripper_responding`, :meth:`SimDriver.inject_arm_fault`; the devices
 themselves are :attr:`SimDriver.world`, :attr:`SimDriver.mocap_server` and
 :attr:`SimDriver.gripper`.
 
-Run standalone::
-
-    python -m parapush.sim.driver --scene config/scenes/clutter_fig1.yaml
-
-It prints the endpoints and runs until Ctrl-C.
+The settings are :mod:`parapush.sim.driver_settings`; ``python -m parapush.programs.sim_devices``
+runs the driver without ROS, the ``sim_driver`` node (:mod:`parapush.nodes.sim_driver`) with it.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import logging
 import math
-import signal
-import sys
 import threading
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import yaml
 
-from parapush.estimation.body_map import (
-    AUTO_BODY_MAP,
-    PUSHER_BODY,
-    BodyMapEntry,
-    BodyMapError,
-    default_body_map,
-    resolve_body_map,
-)
+from parapush.estimation.body_map import PUSHER_BODY, BodyMapEntry, BodyMapError, resolve_body_map
 from parapush.estimation.rotations import (
     canonical_quaternion,
     quaternion_conjugate,
     quaternion_multiply,
     yaw_quaternion,
 )
-from parapush.estimation.table_frame import TableFrameError, TableTransform, table_transform_from_dict
 from parapush.execution.commands import TwistCommand
 from parapush.graph import config_dir as package_config_dir
 from parapush.natnet.models import RigidBodyDescription
-from parapush.robotiq.device_model import DeviceModelSettings
 from parapush.robotiq.registers import GripperStatus
-from parapush.scene import Scene, load_scene
+from parapush.scene import Scene
 from parapush.sim.arm import ArmFault, ArmStatus, CommandOutcome
-from parapush.sim.gripper_emulator import GripperEmulator, GripperEmulatorSettings
+from parapush.sim.driver_settings import DriverSettings
+from parapush.sim.gripper_emulator import GripperEmulator
 from parapush.sim.mocap_server import (
     BodySample,
     CorruptionKind,
     MocapServer,
-    MocapServerSettings,
     MocapServerStats,
     UntrackMode,
 )
-from parapush.sim.noise import MocapNoise, MocapNoiseSettings
-from parapush.sim.world import BodyPose, SimWorld, WorldSettings, WorldStatus
+from parapush.sim.noise import MocapNoise
+from parapush.sim.world import BodyPose, SimWorld, WorldStatus
 
-__all__ = [
-    "COUPLINGS",
-    "DriverEndpoints",
-    "DriverSettings",
-    "DriverSettingsError",
-    "DriverStatus",
-    "GripperLinkSettings",
-    "MocapStreamSettings",
-    "SimDriver",
-    "default_body_map",
-    "load_driver_settings",
-    "main",
-]
+__all__ = ["DriverEndpoints", "DriverStatus", "SimDriver"]
 
 _LOG = logging.getLogger(__name__)
 
-COUPLINGS = ("gripper", "rigid")
-DEFAULT_SETTINGS_FILE = "sim_world.yaml"
 _HELD_TOLERANCE_COUNTS = 0.5
 """Finger-position slack (counts) around the band that counts as closed on the pusher."""
-
-
-class DriverSettingsError(ValueError):
-    """Driver settings are invalid; the message names the field."""
-
-
-def _check_keys(data: Any, known: set[str], where: str) -> Mapping[str, Any]:
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise DriverSettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise DriverSettingsError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
-    return data
-
-
-def _build(cls: type, data: Any, where: str, *, exclude: frozenset[str] = frozenset()) -> Any:
-    known = {item.name for item in fields(cls)} - exclude
-    values = _check_keys(data, known, where)
-    try:
-        return cls(**values)
-    except (TypeError, ValueError) as error:
-        raise DriverSettingsError(f"{where}: {error}") from None
-
-
-def _non_negative_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise DriverSettingsError(f"{name}: expected an integer >= 0, got {value!r}")
-    return int(value)
-
-
-def _positive(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise DriverSettingsError(f"{name}: expected a finite number > 0, got {value!r}")
-    return float(value)
-
-
-@dataclass(frozen=True)
-class MocapStreamSettings:
-    """The simulated motion capture.
-
-    Attributes:
-        server: the NatNet server (ports, rate, version, latency, UDP loss ``drop_probability``).
-        bodies_file: the estimator's body mapping: ``"auto"`` (``config/mocap/<scene name>.yaml``
-            when it exists, else the generated mapping), a file (relative paths: to the settings
-            file's directory), or None for the generated mapping (see
-            :func:`parapush.estimation.body_map.resolve_body_map`).
-        mocap_to_table: the mocap -> table transform (the estimator's convention).
-        noise: measurement noise of the streamed poses.
-        seed: seed of the measurement noise.
-        mean_error: marker error reported with every tracked body, m.
-        fallen_untracked: stream objects that fell off the table as untracked.
-    """
-
-    server: MocapServerSettings = field(default_factory=MocapServerSettings)
-    bodies_file: str | None = AUTO_BODY_MAP
-    mocap_to_table: TableTransform = field(default_factory=TableTransform.y_up)
-    noise: MocapNoiseSettings = field(default_factory=MocapNoiseSettings)
-    seed: int = 0
-    mean_error: float = 0.0002
-    fallen_untracked: bool = True
-
-    def __post_init__(self) -> None:
-        for name, kind in (
-            ("server", MocapServerSettings), ("mocap_to_table", TableTransform), ("noise", MocapNoiseSettings)
-        ):
-            if not isinstance(getattr(self, name), kind):
-                raise DriverSettingsError(f"{name}: expected {kind.__name__}, got {getattr(self, name)!r}")
-        if self.bodies_file is not None and (not isinstance(self.bodies_file, str) or not self.bodies_file):
-            raise DriverSettingsError(f"bodies_file: expected a file name or null, got {self.bodies_file!r}")
-        object.__setattr__(self, "seed", _non_negative_int(self.seed, "seed"))
-        if not isinstance(self.mean_error, (int, float)) or not 0.0 <= self.mean_error < math.inf:
-            raise DriverSettingsError(f"mean_error: expected a finite number >= 0, got {self.mean_error!r}")
-        if not isinstance(self.fallen_untracked, bool):
-            raise DriverSettingsError(f"fallen_untracked: expected true or false, got {self.fallen_untracked!r}")
-
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "mocap") -> MocapStreamSettings:
-        values = dict(_check_keys(data, {item.name for item in fields(cls)}, where))
-        if "server" in values:
-            values["server"] = _build(MocapServerSettings, values["server"], f"{where}.server")
-        if "mocap_to_table" in values:
-            try:
-                values["mocap_to_table"] = table_transform_from_dict(
-                    values["mocap_to_table"], f"{where}.mocap_to_table"
-                )
-            except TableFrameError as error:
-                raise DriverSettingsError(str(error)) from None
-        if "noise" in values:
-            try:
-                values["noise"] = MocapNoiseSettings.from_mapping(values["noise"], f"{where}.noise")
-            except ValueError as error:
-                raise DriverSettingsError(str(error)) from None
-        try:
-            return cls(**values)
-        except DriverSettingsError as error:
-            raise DriverSettingsError(f"{where}.{error}") from None
-
-
-@dataclass(frozen=True)
-class GripperLinkSettings:
-    """The emulated gripper and how it holds the pusher (see the module docstring).
-
-    Attributes:
-        emulator: transports and device behaviour of the emulated 2F-85; its
-            ``device.object_width_m`` is managed by the driver.
-        coupling: ``"gripper"`` (the pusher moves only while the fingers hold it) or
-            ``"rigid"`` (always held; the gripper is not consulted).
-        grip_width: width of the pusher where the fingers hold it, m; None: its diameter.
-        coupling_period: how often the finger position is checked, s (wall clock).
-    """
-
-    emulator: GripperEmulatorSettings = field(default_factory=GripperEmulatorSettings)
-    coupling: str = "gripper"
-    grip_width: float | None = None
-    coupling_period: float = 0.01
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.emulator, GripperEmulatorSettings):
-            raise DriverSettingsError(f"emulator: expected GripperEmulatorSettings, got {self.emulator!r}")
-        if self.coupling not in COUPLINGS:
-            raise DriverSettingsError(f"coupling: expected one of {COUPLINGS}, got {self.coupling!r}")
-        if self.grip_width is not None:
-            object.__setattr__(self, "grip_width", _positive(self.grip_width, "grip_width"))
-        object.__setattr__(self, "coupling_period", _positive(self.coupling_period, "coupling_period"))
-
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "gripper") -> GripperLinkSettings:
-        values = dict(_check_keys(data, {item.name for item in fields(cls)} | {"device"}, where))
-        emulator_values = dict(
-            _check_keys(
-                values.pop("emulator", None),
-                {item.name for item in fields(GripperEmulatorSettings)} - {"device"},
-                f"{where}.emulator",
-            )
-        )
-        device = _build(DeviceModelSettings, values.pop("device", None), f"{where}.device",
-                        exclude=frozenset({"geometry", "object_width_m"}))
-        try:
-            values["emulator"] = GripperEmulatorSettings(device=device, **emulator_values)
-        except (TypeError, ValueError) as error:
-            raise DriverSettingsError(f"{where}.emulator: {error}") from None
-        try:
-            return cls(**values)
-        except DriverSettingsError as error:
-            raise DriverSettingsError(f"{where}.{error}") from None
-
-
-@dataclass(frozen=True)
-class DriverSettings:
-    """Everything the simulated driver needs besides the scene.
-
-    Attributes:
-        world: the simulation (``pusher_held_at_start`` is decided by ``gripper.coupling``).
-        mocap: the motion capture.
-        gripper: the gripper and the pusher coupling.
-        config_dir: directory relative ``bodies_file`` paths are resolved against (the
-            settings file's; None: the package's config directory).
-    """
-
-    world: WorldSettings = field(default_factory=WorldSettings)
-    mocap: MocapStreamSettings = field(default_factory=MocapStreamSettings)
-    gripper: GripperLinkSettings = field(default_factory=GripperLinkSettings)
-    config_dir: Path | None = None
-
-    def __post_init__(self) -> None:
-        for name, kind in (("world", WorldSettings), ("mocap", MocapStreamSettings), ("gripper", GripperLinkSettings)):
-            if not isinstance(getattr(self, name), kind):
-                raise DriverSettingsError(f"{name}: expected {kind.__name__}, got {getattr(self, name)!r}")
-        if self.config_dir is not None:
-            object.__setattr__(self, "config_dir", Path(self.config_dir))
-
-    @classmethod
-    def from_mapping(cls, data: Any, *, config_dir: Path | None = None) -> DriverSettings:
-        values = _check_keys(data, {"world", "mocap", "gripper"}, "settings")
-        try:
-            world = WorldSettings.from_mapping(values.get("world"), "world")
-        except ValueError as error:
-            raise DriverSettingsError(str(error)) from None
-        return cls(
-            world=world,
-            mocap=MocapStreamSettings.from_mapping(values.get("mocap"), "mocap"),
-            gripper=GripperLinkSettings.from_mapping(values.get("gripper"), "gripper"),
-            config_dir=config_dir,
-        )
-
-
-def load_driver_settings(path: str | Path) -> DriverSettings:
-    """Read driver settings (``config/sim_world.yaml``); errors name the file and the field."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise DriverSettingsError(f"{path}: cannot read settings ({error.strerror})") from None
-    except yaml.YAMLError as error:
-        raise DriverSettingsError(f"{path}: invalid YAML ({error})") from None
-    try:
-        return DriverSettings.from_mapping(data, config_dir=path.resolve().parent)
-    except DriverSettingsError as error:
-        raise DriverSettingsError(f"{path}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -553,6 +318,10 @@ class SimDriver:
             self.body_map.entry(body).rigid_body_id, duration_s=duration_s, mode=mode, delay_s=delay_s
         )
 
+    def set_natnet_loss(self, probability: float) -> None:
+        """Lose each NatNet frame datagram with ``probability`` (in [0, 1]; 0 stops the loss)."""
+        self._require_server().set_drop_probability(probability)
+
     def corrupt_mocap_frames(self, count: int = 1, *, kind: CorruptionKind = CorruptionKind.TRUNCATE) -> None:
         """Damage the next ``count`` NatNet frames."""
         self._require_server().corrupt_next_frames(count, kind=kind)
@@ -656,96 +425,3 @@ def _rotate(quaternion: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """``vector`` (3,) rotated by the unit quaternion (4,) (qx, qy, qz, qw)."""
     pure = np.array([*vector, 0.0])
     return quaternion_multiply(quaternion_multiply(quaternion, pure), quaternion_conjugate(quaternion))[:3]
-
-
-# -- entry point ----------------------------------------------------------------------------------
-def _settings_for_arguments(arguments: argparse.Namespace) -> DriverSettings:
-    if arguments.config is not None:
-        settings = load_driver_settings(arguments.config)
-    else:
-        from parapush.graph import config_dir
-
-        default = config_dir() / DEFAULT_SETTINGS_FILE
-        settings = load_driver_settings(default) if default.is_file() else DriverSettings()
-    world, mocap, gripper = settings.world, settings.mocap, settings.gripper
-    if arguments.real_time_factor is not None:
-        world = dataclasses.replace(world, real_time_factor=arguments.real_time_factor)
-    if arguments.seed is not None:
-        world = dataclasses.replace(world, seed=arguments.seed)
-        mocap = dataclasses.replace(mocap, seed=arguments.seed)
-    if arguments.bodies_file is not None:
-        bodies_file = None if arguments.bodies_file == "none" else arguments.bodies_file
-        mocap = dataclasses.replace(mocap, bodies_file=bodies_file)
-    if arguments.mocap_port is not None:
-        mocap = dataclasses.replace(mocap, server=dataclasses.replace(mocap.server, command_port=arguments.mocap_port))
-    if arguments.gripper_tcp_port is not None:
-        emulator = dataclasses.replace(gripper.emulator, tcp=True, tcp_port=arguments.gripper_tcp_port)
-        gripper = dataclasses.replace(gripper, emulator=emulator)
-    if arguments.coupling is not None:
-        gripper = dataclasses.replace(gripper, coupling=arguments.coupling)
-    return dataclasses.replace(settings, world=world, mocap=mocap, gripper=gripper)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m parapush.sim.driver``: run the simulated driver until Ctrl-C."""
-    parser = argparse.ArgumentParser(
-        prog="python -m parapush.sim.driver",
-        description="Simulated robot driver: a MuJoCo world behind NatNet (mocap), Modbus (Robotiq 2F-85) "
-        "and an end-effector twist interface.",
-    )
-    parser.add_argument("--scene", default="clutter_fig1.yaml", help="scene file, or a name in config/scenes")
-    parser.add_argument("--config", type=Path, default=None, help="settings file (default: config/sim_world.yaml)")
-    parser.add_argument("--real-time-factor", type=float, default=None)
-    parser.add_argument("--seed", type=int, default=None, help="seed of the push and mocap noise")
-    parser.add_argument("--bodies-file", default=None, help="mocap body mapping file, or 'none' for the generated one")
-    parser.add_argument("--mocap-port", type=int, default=None, help="NatNet command port (0: ephemeral)")
-    parser.add_argument("--gripper-tcp-port", type=int, default=None, help="also serve Modbus TCP on this port")
-    parser.add_argument("--coupling", choices=COUPLINGS, default=None, help="how the pusher is held")
-    parser.add_argument("--status-period", type=float, default=5.0, help="s between status lines (0: none)")
-    parser.add_argument("--log-level", default="INFO")
-    arguments = parser.parse_args(argv)
-    logging.basicConfig(level=arguments.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from parapush.graph import resolve_scene_path
-
-    try:
-        scene = load_scene(resolve_scene_path(arguments.scene))
-        settings = _settings_for_arguments(arguments)
-        driver = SimDriver(scene, settings)
-    except (OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        driver.start()
-    except (OSError, RuntimeError) as error:
-        signal.signal(signal.SIGTERM, previous)
-        print(f"error: cannot start the simulated driver: {error}", file=sys.stderr)
-        return 1
-    try:
-        with driver:
-            print(json.dumps({"scene": scene.name, **driver.endpoints().to_dict()}), flush=True)
-            next_status = time.monotonic() + arguments.status_period
-            while not stop.wait(0.2):
-                if arguments.status_period > 0 and time.monotonic() >= next_status:
-                    next_status += arguments.status_period
-                    status = driver.status()
-                    print(
-                        f"t={status.world.time:.1f} s rtf={status.world.real_time_factor:.2f} "
-                        f"held={status.pusher_held} arm_v={status.arm.velocity} off_table={status.world.off_table} "
-                        f"frames={status.mocap.frames_generated if status.mocap else 0} "
-                        f"gripper={status.gripper.describe() if status.gripper else '-'}",
-                        flush=True,
-                    )
-                if status_error := driver.world.status().error:
-                    print(f"error: {status_error}", file=sys.stderr)
-                    return 1
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -467,6 +467,12 @@ class MocapServer:
         with self._lock:
             self._untrackings.append(_Untracking(body_id, start, start + duration_s, mode))
 
+    def set_drop_probability(self, probability: float) -> None:
+        """Change ``settings.drop_probability`` while streaming: frame datagrams lost from now on."""
+        settings = replace(self._settings, drop_probability=probability)  # validates it
+        with self._lock:
+            self._settings = settings
+
     def corrupt_next_frames(self, count: int = 1, *, kind: CorruptionKind = CorruptionKind.TRUNCATE) -> None:
         """Damage the next ``count`` frames (every destination receives the same damaged bytes)."""
         if count < 1:

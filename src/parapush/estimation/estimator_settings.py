@@ -1,0 +1,188 @@
+"""The state estimator's settings, declared once (:mod:`parapush.settings`): each field carries
+its default, range, unit and description; the state estimator node's parameters are generated
+from :class:`EstimatorSettings` (``filter.*`` is its nested section) and
+``config/state_estimator.yaml`` lists the same keys. The scene file is the node's own parameter.
+
+Checks that need this host (resolving ``server_address``, binding ``local_interface``) run in
+:meth:`EstimatorSettings.client_settings`, not at construction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import math
+import socket
+from dataclasses import dataclass, field
+
+from parapush.estimation.body_map import AUTO_BODY_MAP
+from parapush.estimation.natnet_client import NatNetClientSettings
+from parapush.estimation.tracker import TrackerSettings
+from parapush.estimation.velocity_filter import PoseFilterSettings
+from parapush.natnet import NatNetVersion
+from parapush.reporting.diagnostic_report import diagnostics_period_setting
+from parapush.settings import SettingsError, check_settings, setting
+from parapush.validation import check_not_empty
+
+
+@dataclass(frozen=True)
+class FilterSettings:
+    """The velocity filter's noise model and jump thresholds (:class:`PoseFilterSettings`,
+    where a threshold of 0 here means never)."""
+
+    position_noise: float = setting(0.0005, "std of one mocap position sample", unit="m", minimum=1e-6, maximum=0.1)
+    yaw_noise: float = setting(0.005, "std of one mocap yaw sample", unit="rad", minimum=1e-6, maximum=1.0)
+    acceleration_density: float = setting(
+        1e-4, "random-acceleration density (more: less lag, more velocity noise)", unit="m^2/s^3",
+        minimum=1e-9, maximum=100.0,
+    )
+    angular_acceleration_density: float = setting(1e-2, "the same for yaw", unit="rad^2/s^3",
+                                                  minimum=1e-9, maximum=1e4)
+    initial_speed_std: float = setting(0.2, "velocity std at (re)initialisation", unit="m/s",
+                                       minimum=1e-6, maximum=100.0)
+    initial_yaw_rate_std: float = setting(2.0, "yaw-rate std at (re)initialisation", unit="rad/s",
+                                          minimum=1e-6, maximum=1000.0)
+    jump_distance: float = setting(0.03, "a measurement this far from the prediction restarts the filter "
+                                   "(0: never)", unit="m", minimum=0.0, maximum=10.0)
+    jump_angle: float = setting(0.5, "the same for yaw (0: never)", unit="rad", minimum=0.0, maximum=10.0)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+    def pose_filter_settings(self) -> PoseFilterSettings:
+        """The filter's settings (same fields; a jump threshold of 0 becomes math.inf)."""
+        values = dataclasses.asdict(self)
+        for name in ("jump_distance", "jump_angle"):
+            values[name] = math.inf if values[name] == 0.0 else values[name]
+        return PoseFilterSettings(**values)
+
+
+def check_ipv4(name: str, value: str, *, multicast: bool = False) -> str:
+    """``value`` if it is an IPv4 address (a multicast one with ``multicast``)."""
+    try:
+        address = ipaddress.IPv4Address(value)
+    except ValueError:
+        raise ValueError(f"{name}: expected an IPv4 address, got {value!r}") from None
+    if multicast and not address.is_multicast:
+        raise ValueError(f"{name}: {value} is not a multicast address (224.0.0.0/4)")
+    return value
+
+
+@dataclass(frozen=True)
+class EstimatorSettings:
+    """Everything the state estimator node is configured with, except the scene file."""
+
+    body_map_file: str = setting(
+        AUTO_BODY_MAP,
+        "Motive rigid body -> scene body mapping: 'auto' (config/mocap/<scene name>.yaml if it exists, else "
+        "generated), '' (generated: pusher id 1, objects 2, 3, ... in scene order, Motive names = scene names, "
+        "pivots at the centres), or a file: a path or a name in config/",
+    )
+    table_transform_file: str = setting(
+        "table_transform.yaml", "mocap -> table transform (mocap_to_table section): a path or a name in config/"
+    )
+    server_address: str = setting("127.0.0.1", "Motive host: IPv4 address or host name")
+    command_port: int = setting(1510, "Motive command port (UDP)", minimum=1, maximum=65535)
+    data_port: int = setting(0, "multicast data port (UDP); 0: the one the server announces (1511)",
+                             minimum=0, maximum=65535)
+    multicast: bool = setting(False, "receive frames by multicast (else unicast, on the command socket)")
+    multicast_group: str = setting("", "multicast group; empty: the one the server announces")
+    local_interface: str = setting("127.0.0.1", "IPv4 address of the local interface facing the server (0.0.0.0: any)")
+    natnet_version: str = setting("", "bitstream version to ask for, e.g. '4.1'; empty: the server's choice")
+    extra_latency: float = setting(
+        0.0, "added to the server-reported latency (network transit); stamps are backdated by the sum", unit="s",
+        minimum=0.0, maximum=0.1,
+    )
+    max_latency: float = setting(0.1, "a frame whose server-reported latency is longer is dropped as corrupt",
+                                 unit="s", minimum=0.001, maximum=10.0)
+    clock_tolerance: float = setting(
+        0.002, "a frame whose timestamp and mid-exposure clock advance by more than this differently from the "
+        "previous frame's is dropped as corrupt (0: no check)", unit="s", minimum=0.0, maximum=1.0,
+    )
+    stale_timeout: float = setting(0.1, "time without a valid observation after which a body is stale", unit="s",
+                                   minimum=0.001, maximum=10.0)
+    reinitialize_after: float = setting(0.5, "gap after which a body's velocity filter restarts", unit="s",
+                                        minimum=0.001, maximum=60.0)
+    use_server_clock: bool = setting(True, "de-jitter stamps with the server's frame timestamps")
+    filter: FilterSettings = field(default_factory=FilterSettings)
+    publish_rate: float = setting(0.0, "0: publish scene_state on every mocap frame, > 0: on a timer", unit="Hz",
+                                  minimum=0.0, maximum=1000.0)
+    idle_publish_period: float = setting(
+        0.1, "with publish_rate 0, publish anyway after this long without a frame (stale states instead of "
+        "silence)", unit="s", minimum=0.001, maximum=10.0,
+    )
+    frame_id: str = setting("table", "frame of scene_state and parent of the TF frames")
+    publish_tf: bool = setting(True, "broadcast TF frame_id -> bodies and -> mocap frame (needs tf2_ros)")
+    tf_prefix: str = setting("", "prefix of the bodies' TF frame names")
+    mocap_frame_id: str = setting("mocap", "TF name of the mocap (Motive) frame")
+    diagnostics_period: float = diagnostics_period_setting()
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        for name in ("table_transform_file", "server_address", "local_interface", "frame_id", "mocap_frame_id"):
+            check_not_empty(name, getattr(self, name))
+        if not isinstance(self.filter, FilterSettings):
+            raise ValueError(f"filter: expected FilterSettings, got {self.filter!r}")
+        if all(part.isdigit() for part in self.server_address.split(".")):  # looks numeric: must be valid
+            check_ipv4("server_address", self.server_address)
+        check_ipv4("local_interface", self.local_interface)
+        if self.multicast_group:
+            check_ipv4("multicast_group", self.multicast_group, multicast=True)
+        self.requested_version()
+
+    def requested_version(self) -> NatNetVersion | None:
+        """The NatNet version to ask for (None: the server's choice)."""
+        if not self.natnet_version:
+            return None
+        try:
+            version = NatNetVersion.parse(self.natnet_version)
+        except ValueError as error:
+            raise ValueError(f"natnet_version: {error}") from None
+        if version.major not in (3, 4):
+            raise ValueError(f"natnet_version: {self.natnet_version!r}; the client decodes NatNet 3.x and 4.x")
+        return version
+
+    def tracker_settings(self) -> TrackerSettings:
+        return TrackerSettings(
+            stale_timeout=self.stale_timeout,
+            reinitialize_after=self.reinitialize_after,
+            use_server_clock=self.use_server_clock,
+            pose_filter=self.filter.pose_filter_settings(),
+        )
+
+    def client_settings(self) -> NatNetClientSettings:
+        """The NatNet client's settings, after checking that ``server_address`` resolves and
+        ``local_interface`` is an address of this host.
+
+        Raises:
+            SettingsError: naming the field.
+        """
+        try:
+            socket.gethostbyname(self.server_address)
+        except OSError as error:
+            raise SettingsError("server_address", f"cannot resolve {self.server_address!r} ({error})") from None
+        if self.local_interface != "0.0.0.0":
+            probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                probe.bind((self.local_interface, 0))
+            except OSError as error:
+                raise SettingsError(
+                    "local_interface", f"{self.local_interface} is not an address of this host ({error.strerror})"
+                ) from None
+            finally:
+                probe.close()
+        try:
+            return NatNetClientSettings(
+                server_address=self.server_address,
+                command_port=self.command_port,
+                local_address=self.local_interface,
+                multicast=self.multicast,
+                multicast_group=self.multicast_group or None,
+                data_port=self.data_port or None,
+                requested_version=self.requested_version(),
+            )
+        except ValueError as error:
+            raise SettingsError("", f"NatNet client parameters: {error}") from None
+
+
+__all__ = ["EstimatorSettings", "FilterSettings", "check_ipv4"]

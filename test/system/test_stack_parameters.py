@@ -1,0 +1,110 @@
+"""The standard parameter tools against the running sim stack (the bringup, as ``scripts/run
+demo`` starts it): list, get and describe parameters on every node with rclpy's parameter
+client (the requests ``ros2 param list/get/describe`` and rqt send), then every node still
+answers and none has exited or been respawned."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter_client import AsyncParameterClient
+
+from local_ports import free_port
+from parapush.graph import load_graph
+from parapush.programs.bringup import Bringup
+
+NODES = [entry.name for entry in load_graph().for_profile("sim")]
+# (The prediction service used to overwrite rclpy's Node._parameters: the first get-parameters
+# request killed it, issue 17.)
+
+
+
+
+class StackClient:
+    """A node of the test's own spinning on its own executor, with a parameter client per node."""
+
+    def __init__(self, domain: int) -> None:
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node("parameter_tools_test", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.clients = {name: AsyncParameterClient(self.node, name) for name in NODES}
+
+    def wait(self, future, timeout: float):
+        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
+        assert future.done(), f"no answer within {timeout} s"
+        return future.result()
+
+    def services_ready(self, name: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.clients[name].services_are_ready():
+                return True
+            self.executor.spin_once(timeout_sec=0.1)
+        return False
+
+    def close(self) -> None:
+        self.node.destroy_node()
+        self.executor.shutdown()
+        rclpy.shutdown(context=self.context)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("stack") / "logs"
+    domain = int(os.environ["ROS_DOMAIN_ID"]) % 100 + 130
+    command_port, gripper_port = free_port(), free_port(socket.SOCK_STREAM)
+    overrides = {
+        "sim_driver": {"natnet_command_port": command_port, "natnet_data_port": free_port(),
+                       "gripper_tcp_port": gripper_port, "seed": 3},
+        "state_estimator": {"command_port": command_port},
+        "executor": {"gripper.address": f"tcp://127.0.0.1:{gripper_port}"},
+    }
+    bringup = Bringup("sim", "clutter_fig1.yaml", overrides, logs, environment={"ROS_DOMAIN_ID": str(domain)})
+    bringup.start()
+    client = StackClient(domain)
+    try:
+        deadline = time.monotonic() + 120
+        for name in NODES:
+            ready = client.services_ready(name, max(1.0, deadline - time.monotonic()))
+            assert ready, f"{name}: parameter services not up; failed {bringup.failed()}; logs in {logs}"
+        yield bringup, client, logs
+    finally:
+        client.close()
+        codes = bringup.stop(timeout=15)
+        print(f"stack stopped: {codes}; events {bringup.events}")
+
+
+def running(bringup: Bringup, name: str):
+    return next(node for node in bringup.nodes if node.entry.name == name)
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_list_get_describe_parameters(stack, name):
+    bringup, client, logs = stack
+    parameters = client.clients[name]
+    listed = client.wait(parameters.list_parameters(), 10.0).result.names
+    assert "use_sim_time" in listed and len(listed) > 1, f"{name}: listed {listed}"
+    values = client.wait(parameters.get_parameters(listed), 10.0).values
+    assert len(values) == len(listed) and all(value.type != 0 for value in values), f"{name}: unset values"
+    descriptors = client.wait(parameters.describe_parameters(listed), 10.0).descriptors
+    assert [descriptor.name for descriptor in descriptors] == listed
+    print(f"{name}: {len(listed)} parameters listed, read and described")
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_node_still_answers_after_the_requests(stack, name):
+    bringup, client, logs = stack
+    time.sleep(0.5)  # a node killed by a request has exited by now
+    node = running(bringup, name)
+    assert node.process.poll() is None and node.restarts == 0, \
+        f"{name} exited ({node.process.returncode}) or was respawned ({node.restarts}); logs in {logs}"
+    listed = client.wait(client.clients[name].list_parameters(), 10.0).result.names
+    assert "use_sim_time" in listed

@@ -96,7 +96,6 @@ def test_the_pusher_does_not_stop_between_controls(ros_context, spinning, files)
         assert [step.task_time for step in feedback] == sorted(step.task_time for step in feedback)
         assert feedback[0].waiting_time > 0.0  # the first plan is made standing still
         assert result.waiting_time == pytest.approx(sum(step.waiting_time for step in feedback), abs=1e-6)
-        assert result.waiting_time < result.planning_time  # planning overlapped execution
         assert 0.0 < result.replan_p50 <= result.replan_p95
         assert result.total_time >= result.execution_time > 0.0
     finally:

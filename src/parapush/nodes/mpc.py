@@ -11,10 +11,9 @@ estimator), controls to the executor on ``controls``.
 Predictions: the loop's model (the multi-fidelity planner's corrector) is the node's
 predictor, from the prediction service (``prediction_source: service``) or from a local
 engine, both built from the ``model.*`` settings (config/model.yaml); a goal may ask for
-another model or K. The coarse search model is the ``coarse`` model of the same settings
-(``model.coarse_model``, resolved by the engine): the local engine's, or, with the service,
-a local serial engine's built from the same settings (identical answers to the service's
-``coarse`` model, without a ROS round trip for each of the ~15 coarse searches of a re-plan).
+another model or K. The coarse search model is ``model.coarse_model`` of the same settings
+(its weights and fine settings), built in this node whatever the prediction source: coarse
+models are cheap, and a re-plan runs ~15 coarse searches that a round trip each would slow.
 
 Feedback when each control starts: step, cost, distance, re-plan time, waiting time, task
 time, fallback, event, control and the predicted trajectory (also published on
@@ -52,6 +51,7 @@ from parapush.nodes.parameters import (
 from parapush.nodes.prediction_client import ServicePrediction
 from parapush.parareal import MODELS
 from parapush.planning import MpcOutcome, PlannerConfigError, load_planner_config
+from parapush.planning.multifidelity import choose_coarse_model
 from parapush.planning.presets import DEFAULT_PRESET, PRESETS, planner_preset
 from parapush.planning.task_run import TaskReport, TaskStep, run_task
 from parapush.prediction import EnginePrediction, ModelConfig
@@ -104,14 +104,9 @@ class MpcNode(Node):
         # here, or in the prediction service. A request leaves model and K unset unless a goal sets them.
         if values["prediction_source"] == "service":
             self.model = ServicePrediction(self, self.scene, timeout=values["service_timeout"])
-            coarse_engine = EnginePrediction.build(
-                self.scene, dataclasses.replace(self.model_config, backend="serial", workers=1))
         else:
             self.model = EnginePrediction.build(self.scene, self.model_config)
-            coarse_engine = self.model
-        self._coarse_engine = coarse_engine  # closed with the node
-        self.coarse = coarse_engine.configured(model="coarse", iterations=None)
-        self.coarse_max_speed = getattr(coarse_engine.engine.coarse_propagator(), "max_speed", None)
+        self._coarse: dict[bool, object] = {}  # the coarse search model by resolve_overlaps
         self._state_lock = threading.Lock()
         self._latest: tuple[float, SceneState | None] = (0.0, None)
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
@@ -129,11 +124,25 @@ class MpcNode(Node):
             cancel_callback=lambda _: CancelResponse.ACCEPT,
             callback_group=callbacks,
         )
+        coarse = type(self._coarse_model(planner_preset(values["planner"]))).__name__
         self.get_logger().info(
             f"ready: scene '{self.scene.name}', planner {values['planner']}, model {self.model_config.name} "
-            f"(K={self.model_config.iterations}) via {values['prediction_source']}, coarse search with "
-            f"{coarse_engine.engine.default_coarse}"
+            f"(K={self.model_config.iterations}) via {values['prediction_source']}, coarse search with {coarse}"
         )
+
+    def _coarse_model(self, preset):
+        """The multi-fidelity planner's coarse propagator: ``model.coarse_model`` of the model
+        config, resolved by :func:`choose_coarse_model` (``auto``: the learned model wherever
+        its trained geometry fits, obstacle scenes included, where the planner ignores obstacles
+        for prediction: the analytical model failed them all in the preset's tuning), built
+        here (cheap; no round trip to the prediction service for each coarse search)."""
+        if preset.coarse is None:
+            return None
+        if preset.coarse_resolves_overlaps not in self._coarse:
+            self._coarse[preset.coarse_resolves_overlaps] = choose_coarse_model(
+                self.scene, self.model_config.coarse_model, resolve_overlaps=preset.coarse_resolves_overlaps,
+                weights_path=self.model_config.learned_weights, fine_settings=self.model_config.fine)
+        return self._coarse[preset.coarse_resolves_overlaps]
 
     def _on_state(self, message: SceneState) -> None:
         with self._state_lock:
@@ -203,8 +212,7 @@ class MpcNode(Node):
         except ValueError as error:
             return self._abort(goal_handle, result, PushObject.Result.OUTCOME_ERROR, f"invalid goal: {error}", started)
         # the corrector is the node's predictor: the built planner does not own (close) it
-        built = preset.build(scene, self.config, model=self._model_for(goal), coarse=self.coarse,
-                             coarse_max_speed=self.coarse_max_speed)
+        built = preset.build(scene, self.config, model=self._model_for(goal), coarse=self._coarse_model(preset))
 
         def cancel_requested() -> bool:
             return goal_handle.is_cancel_requested or self._closing.is_set()
@@ -283,10 +291,9 @@ class MpcNode(Node):
 
     def close(self) -> None:
         self._closing.set()  # the running goal's world sees it and stops the pusher
-        for model in {id(model): model for model in (self.model, self._coarse_engine)}.values():
-            close = getattr(model, "close", None)
-            if callable(close):
-                close()
+        close = getattr(self.model, "close", None)
+        if callable(close):
+            close()
 
 
 def main(args=None) -> int:

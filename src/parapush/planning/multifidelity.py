@@ -212,10 +212,18 @@ def _wrap_yaw_jumps(jumps: np.ndarray) -> np.ndarray:
 
 
 def choose_coarse_model(
-    scene: Scene, choice: str = "auto", *, learned_with_obstacles: bool = True, resolve_overlaps: bool = True
+    scene: Scene,
+    choice: str = "auto",
+    *,
+    learned_with_obstacles: bool = True,
+    resolve_overlaps: bool = True,
+    weights_path: Any = None,
+    fine_settings: Any = None,
 ) -> Any:
     """The coarse propagator for ``scene``: learned or analytical (see :data:`COARSE_CHOICES`);
-    ``resolve_overlaps`` is passed to it (the feasibility projection of its predictions).
+    ``resolve_overlaps`` is passed to it (the feasibility projection of its predictions);
+    ``weights_path`` and ``fine_settings`` to the learned model (None: the shipped weights,
+    the default fine settings; a ``model:`` config's ``learned_weights`` and ``fine``).
 
     Raises:
         ValueError naming ``choice``; the learned model's ``ModelMismatchError`` when
@@ -231,7 +239,8 @@ def choose_coarse_model(
         from parapush.learning.coarse_learned import LearnedCoarseModel
 
         return LearnedCoarseModel(
-            scene, ignore_obstacles=learned_with_obstacles or choice == "learned", resolve_overlaps=resolve_overlaps
+            scene, weights_path, ignore_obstacles=learned_with_obstacles or choice == "learned",
+            resolve_overlaps=resolve_overlaps, fine_settings=fine_settings,
         )
     except (ImportError, ValueError, OSError):
         if choice == "learned":

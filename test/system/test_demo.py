@@ -88,6 +88,14 @@ def test_demo_exits_0_with_success_in_the_metrics(demo_run):
     assert metrics["final_distance_m"] <= SCENE["goal"]["radius"], metrics
     assert 1 <= metrics["controls_executed"] <= 15, metrics
     assert metrics["node_exit_codes"] and all(code == 0 for code in metrics["node_exit_codes"].values()), metrics
+    # the real-time planner (the default) and its times: planning overlaps the motion, waiting does not
+    assert metrics["planner"] == "realtime", metrics
+    times = {key: metrics[key] for key in ("task_time_s", "planning_time_s", "waiting_time_s", "execution_time_s",
+                                           "replan_p50_s", "replan_p95_s")}
+    assert all(value >= 0.0 for value in times.values()), times
+    assert times["waiting_time_s"] + times["execution_time_s"] <= times["task_time_s"] + 0.5, times
+    assert 0.0 < times["replan_p50_s"] <= times["replan_p95_s"], times
+    assert "the pusher waited for plans" in completed.stdout and "re-plan p50" in completed.stdout
 
 
 def test_demo_recording_is_readable_with_every_topic(demo_run):

@@ -15,6 +15,14 @@ another model or K. The coarse search model is ``model.coarse_model`` of the sam
 (its weights and fine settings), built in this node whatever the prediction source: coarse
 models are cheap, and a re-plan runs ~15 coarse searches that a round trip each would slow.
 
+A lost prediction service (issue 17): each call has a deadline, the planner's re-plan budget
+(one control period when pipelined; the optimizer's time budget when sequential), so a service
+that died is noticed within it; the pusher meanwhile does what the loop does for a late plan
+(never moves without one), and ``on_service_loss`` decides: re-plan with a local engine built
+from the same ``model.*`` settings (default), wait for the service (``service_wait_limit``), or
+end the goal (:class:`parapush.prediction.failover.FailoverPrediction`). The feedback's
+``event`` says what happened.
+
 Feedback when each control starts: step, cost, distance, re-plan time, waiting time, task
 time, fallback, event, control and the predicted trajectory (also published on
 ``planned_trajectory``). The result adds planning, waiting and task time and the re-plan
@@ -48,13 +56,14 @@ from parapush.nodes.parameters import (
     parameter_specs,
     settings_from_parameters,
 )
-from parapush.nodes.prediction_client import ServicePrediction
+from parapush.nodes.prediction_client import ServicePrediction, ServicePredictionError
 from parapush.parareal import MODELS
 from parapush.planning import MpcOutcome, PlannerConfigError, load_planner_config
 from parapush.planning.multifidelity import choose_coarse_model
 from parapush.planning.presets import DEFAULT_PRESET, PRESETS, planner_preset
 from parapush.planning.task_run import TaskReport, TaskStep, run_task
 from parapush.prediction import EnginePrediction, ModelConfig
+from parapush.prediction.failover import SERVICE_LOSS_POLICIES, FailoverPrediction
 from parapush.scene import GoalRegion, SceneError
 
 PARAMETERS = (
@@ -69,7 +78,14 @@ PARAMETERS = (
     ParameterSpec("state_timeout", 1.0, "s; a scene state older than this is stale", minimum=0.01, maximum=60.0),
     ParameterSpec("settle_time", 0.05, "s to wait after the pusher stopped before observing", minimum=0.0,
                   maximum=5.0),
-    ParameterSpec("service_timeout", 30.0, "s to wait for a prediction", minimum=0.1, maximum=600.0),
+    ParameterSpec("service_timeout", 30.0, "s to wait for the prediction service at a goal's start; each call's "
+                  "deadline is the planner's re-plan budget (one control period when pipelined), at most this",
+                  minimum=0.1, maximum=600.0),
+    ParameterSpec("on_service_loss", "local", "when the prediction service does not answer within a call's deadline: "
+                  "re-plan with a local engine of the model.* settings, wait for the service, or end the goal",
+                  choices=SERVICE_LOSS_POLICIES),
+    ParameterSpec("service_wait_limit", 60.0, "s to wait for a lost prediction service (on_service_loss: wait)",
+                  minimum=0.0, maximum=3600.0),
 )
 
 _OUTCOMES = {
@@ -107,6 +123,8 @@ class MpcNode(Node):
         else:
             self.model = EnginePrediction.build(self.scene, self.model_config)
         self._coarse: dict[bool, object] = {}  # the coarse search model by resolve_overlaps
+        self._local_engine: EnginePrediction | None = None  # built when the prediction service is lost
+        self._events: list[str] = []  # what happened since the last feedback
         self._state_lock = threading.Lock()
         self._latest: tuple[float, SceneState | None] = (0.0, None)
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
@@ -182,12 +200,35 @@ class MpcNode(Node):
         except SceneError as error:
             raise ValueError(str(error)) from None
 
-    def _model_for(self, goal: PushObject.Goal):
-        """The predictive model for this goal: the node's, or one with the goal's model/K."""
-        if not goal.model and goal.iterations == -1:
-            return self.model
+    def _model_for(self, goal: PushObject.Goal, preset):
+        """The predictive model for this goal: the node's, with the goal's model/K if it sets them;
+        through the service with a per-call deadline (the preset's re-plan budget) and the
+        ``on_service_loss`` policy."""
         iterations = None if goal.iterations == -1 else goal.iterations
-        return self.model.configured(model=goal.model or None, iterations=iterations)
+        if not isinstance(self.model, ServicePrediction):
+            return self.model if not goal.model and iterations is None else self.model.configured(
+                model=goal.model or None, iterations=iterations)
+        settings = preset.optimizer_settings(self.config.optimizer)
+        budget = settings.time_budget if preset.loop == "sequential" and settings.time_budget else \
+            settings.control_duration
+        primary = self.model.configured(model=goal.model or self.model.model,
+                                        iterations=iterations if iterations is not None else self.model.iterations)
+        primary.timeout = min(self.values["service_timeout"], budget)
+        self.model.wait_until_ready(self.values["service_timeout"])  # start-up: the service may come up later
+
+        def local_engine():
+            if self._local_engine is None:
+                self._local_engine = EnginePrediction.build(self.scene, self.model_config)
+            return self._local_engine.configured(model=goal.model or None, iterations=iterations)
+
+        return FailoverPrediction(primary, lost_errors=(ServicePredictionError,),
+                                  policy=self.values["on_service_loss"], make_backup=local_engine,
+                                  wait_for_primary=primary.wait_until_ready,
+                                  wait_limit=self.values["service_wait_limit"], on_event=self._on_event)
+
+    def _on_event(self, sentence: str) -> None:
+        self.get_logger().warning(sentence)
+        self._events.append(sentence)
 
     def _execute(self, goal_handle):
         try:  # _busy was taken when the goal was accepted
@@ -212,7 +253,9 @@ class MpcNode(Node):
         except ValueError as error:
             return self._abort(goal_handle, result, PushObject.Result.OUTCOME_ERROR, f"invalid goal: {error}", started)
         # the corrector is the node's predictor: the built planner does not own (close) it
-        built = preset.build(scene, self.config, model=self._model_for(goal), coarse=self._coarse_model(preset))
+        self._events.clear()
+        built = preset.build(scene, self.config, model=self._model_for(goal, preset),
+                             coarse=self._coarse_model(preset))
 
         def cancel_requested() -> bool:
             return goal_handle.is_cancel_requested or self._closing.is_set()
@@ -264,7 +307,8 @@ class MpcNode(Node):
         feedback.waiting_time = float(step.waiting_time)
         feedback.task_time = time.monotonic() - started
         feedback.fallback = bool(step.fallback)
-        feedback.event = step.event
+        feedback.event = "; ".join([*self._events, *([step.event] if step.event else [])])
+        self._events.clear()
         feedback.control.vx, feedback.control.vy = (float(v) for v in step.control)
         feedback.control.duration = float(step.duration)
         goal_handle.publish_feedback(feedback)
@@ -291,9 +335,10 @@ class MpcNode(Node):
 
     def close(self) -> None:
         self._closing.set()  # the running goal's world sees it and stops the pusher
-        close = getattr(self.model, "close", None)
-        if callable(close):
-            close()
+        for model in (self.model, self._local_engine):
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
 
 
 def main(args=None) -> int:

@@ -79,6 +79,12 @@ class Observer:
         node.create_subscription(SceneState, "/scene_state", lambda m: self._keep(m, self.observed), 50)
         node.create_subscription(SceneState, "/sim/true_state", lambda m: self._keep(m, self.true_states), 50)
         node.create_subscription(PredictedTrajectory, "/planned_trajectory", self._plan, 10)
+        self.executor_diagnostics = threading.Event()
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._diagnostics, 10)
+
+    def _diagnostics(self, message: DiagnosticArray) -> None:
+        if any("executor" in status.name for status in message.status):
+            self.executor_diagnostics.set()
 
     def _keep(self, message: SceneState, into: list) -> None:
         try:
@@ -155,14 +161,16 @@ def run_demo(options: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise DemoError("no scene_state from the state estimator (is the mocap stream up?)")
             time.sleep(0.1)
-        # The executor subscribes to /controls once its gripper holds the tool: a control sent
-        # before that is lost (the pipelined planner's first plan is ready within about a second).
-        while not any(info.node_name == "executor" for info in node.get_subscriptions_info_by_topic("/controls")):
+        # The executor subscribes to /controls once its gripper holds the tool, then publishes
+        # diagnostics: a control sent before the MPC has matched it is lost (the pipelined
+        # planner's first plan is ready within about a second), so wait for both.
+        while not (any(info.node_name == "executor" for info in node.get_subscriptions_info_by_topic("/controls"))
+                   and observer.executor_diagnostics.is_set()):
             failed = bringup.failed()
             if failed:
                 raise DemoError(f"node(s) exited during start-up: {failed} (see {out / 'logs'})")
             if time.monotonic() > deadline:
-                raise DemoError("the executor did not subscribe to /controls (is the gripper up?)")
+                raise DemoError("the executor did not come up (no /controls subscription or diagnostics)")
             time.sleep(0.1)
         print(f"[demo] stack up in {time.monotonic() - started:.1f} s; sending the goal", flush=True)
         goal = PushObject.Goal(target_object=scene.target, goal_x=float(scene.goal.center[0]),

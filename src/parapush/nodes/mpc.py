@@ -263,7 +263,7 @@ class MpcNode(Node):
         world = RosAsyncWorld(self, cancel_requested=cancel_requested, settle_time=self.values["settle_time"],
                               state_timeout=self.values["state_timeout"])
         report = run_task(built, world, max_controls=goal.max_controls or None,
-                          callback=lambda step: self._feedback(goal_handle, scene, step, started),
+                          callback=lambda step: self._feedback(goal_handle, scene, step),
                           should_cancel=cancel_requested)
         self._fill_result(result, scene, report, started)
         self.get_logger().info(
@@ -291,7 +291,7 @@ class MpcNode(Node):
         goal_handle.abort()
         return result
 
-    def _feedback(self, goal_handle, scene, step: TaskStep, started: float) -> None:
+    def _feedback(self, goal_handle, scene, step: TaskStep) -> None:
         feedback = PushObject.Feedback()
         if len(step.predicted_trajectory):
             now = self.get_clock().now().nanoseconds * 1e-9
@@ -305,7 +305,7 @@ class MpcNode(Node):
         feedback.distance_to_goal = float(step.distance_to_goal)
         feedback.planning_time = float(step.replan_time)
         feedback.waiting_time = float(step.waiting_time)
-        feedback.task_time = time.monotonic() - started
+        feedback.task_time = float(step.task_time)
         feedback.fallback = bool(step.fallback)
         feedback.event = "; ".join([*self._events, *([step.event] if step.event else [])])
         self._events.clear()

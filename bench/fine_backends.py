@@ -15,7 +15,6 @@ Writes bench/results/fine_backends.{json,png}.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import time
@@ -25,14 +24,15 @@ from pathlib import Path
 import mujoco
 import mujoco.rollout
 import numpy as np
+from matplotlib.figure import Figure
 
+import parareal_common as common
 from parapush.physics.backends import ProcessBackend, ThreadBackend
 from parapush.physics.backends.threads import default_workers
 from parapush.physics.fine import FineModel
 from parapush.scene import load_scene
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 
 
 def batch_inputs(model: FineModel, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -142,21 +142,14 @@ def main() -> None:
 
 
 def write_results(rows: list[dict], meta: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "fine_backends.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    figure, axis = plt.subplots(figsize=(8, 3.5))
+    figure = Figure(figsize=(8, 3.5), layout="tight")
+    axis = figure.subplots()
     names = [row["backend"] for row in rows]
     axis.barh(names, [row["segments_per_s"] for row in rows])
     axis.set_xlabel("throughput (1 s segments per wall-clock second)")
     axis.invert_yaxis()
-    figure.tight_layout()
-    figure.savefig(RESULTS / "fine_backends.png", dpi=120)
-    print(f"wrote {RESULTS / 'fine_backends.json'} and .png")
+    json_path, png_path = common.write_results("fine_backends", {"meta": meta, "rows": rows}, figure)
+    print(f"wrote {json_path} and {png_path}")
 
 
 if __name__ == "__main__":

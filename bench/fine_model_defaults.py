@@ -18,20 +18,21 @@ Writes bench/results/fine_model_defaults.{json,png}.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
+import parareal_common as common
+import reference as bench_reference
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.scene import Scene, load_scene, scene_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 REFERENCE = FineSettings(integrator="rk4", pusher_collider="cylinder", object_collider="cylinder", cone="elliptic")
 PUSH_SPEED = 0.05  # m/s
 PUSH_DURATION = 4.0  # s
@@ -115,7 +116,9 @@ def time_per_second(model: FineModel, states: np.ndarray, controls: np.ndarray) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer pushes and repetitions")
+    bench_reference.add_reference_argument(parser)
     args = parser.parse_args()
+    load_before = bench_reference.load_average()
     push_count, repeats = (3, 2) if args.quick else (9, 5)
     configs = configurations()
     rows = []
@@ -143,6 +146,33 @@ def main() -> None:
     isotropy = friction_isotropy()
     print_table(rows, isotropy)
     write_results(rows, isotropy, args.quick)
+    bench_reference.write_figures(
+        "fine_model_defaults", readme_figures(rows, isotropy), reference=args.reference, load_before=load_before,
+        quick=args.quick,
+    )
+
+
+def readme_figures(rows: list[dict], isotropy: list[dict]) -> dict[str, float | list[float]]:
+    """The figures the README's "Choices" quote: over the scenes, the median of a cost ratio, the worst of a
+    difference; capsule colliders with the default (Euler) integrator."""
+    by_config = {(row["scene"], row["config"]): row for row in rows}
+    scenes = list(dict.fromkeys(row["scene"] for row in rows))
+
+    def cost(scene: str, config: str) -> float:
+        return by_config[scene, config]["cost_per_1s_control_ms"]
+
+    pyramidal_disc = next(row for row in isotropy if (row["shape"], row["cone"]) == ("cylinder", "pyramidal"))
+    return {
+        "rk4_over_euler_cost_median": float(np.median([cost(s, "rk4+cylinder") / cost(s, "euler+cylinder")
+                                                       for s in scenes])),
+        "euler_median_end_difference_mm_max": max(by_config[s, "euler+cylinder"]["median_end_difference_mm"]
+                                                  for s in scenes),
+        "euler_capsule_cost_saving_percent_median": float(np.median(
+            [100.0 * (1.0 - cost(s, "euler+capsule") / cost(s, "euler+cylinder")) for s in scenes])),
+        "euler_capsule_max_end_difference_mm": max(by_config[s, "euler+capsule"]["max_end_difference_mm"]
+                                                   for s in scenes),
+        "pyramidal_disc_stopping_mm": list(pyramidal_disc["stopping_distance_mm"].values()),
+    }
 
 
 def print_table(rows: list[dict], isotropy: list[dict]) -> None:
@@ -166,16 +196,9 @@ def print_table(rows: list[dict], isotropy: list[dict]) -> None:
 
 
 def write_results(rows: list[dict], isotropy: list[dict], quick: bool) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    payload = {"quick": quick, "rows": rows, "friction_isotropy": isotropy}
-    (RESULTS / "fine_model_defaults.json").write_text(json.dumps(payload, indent=2))
     scene_names = list(dict.fromkeys(row["scene"] for row in rows))
-    figure, axes = plt.subplots(1, len(scene_names), figsize=(5 * len(scene_names), 4), squeeze=False)
+    figure = Figure(figsize=(5 * len(scene_names), 4), layout="tight")
+    axes = figure.subplots(1, len(scene_names), squeeze=False)
     for axis, scene in zip(axes[0], scene_names, strict=True):
         for row in (row for row in rows if row["scene"] == scene):
             error = max(row["median_end_difference_mm"], 1e-4)
@@ -185,9 +208,9 @@ def write_results(rows: list[dict], isotropy: list[dict], quick: bool) -> None:
         axis.set_xlabel("CPU cost of a 1 s control (ms, one thread)")
         axis.set_ylabel("median end difference vs rk4+cylinder (mm)")
         axis.set_title(scene)
-    figure.tight_layout()
-    figure.savefig(RESULTS / "fine_model_defaults.png", dpi=120)
-    print(f"wrote {RESULTS / 'fine_model_defaults.json'} and .png")
+    payload = {"quick": quick, "rows": rows, "friction_isotropy": isotropy}
+    json_path, png_path = common.write_results("fine_model_defaults", payload, figure)
+    print(f"wrote {json_path} and {png_path}")
 
 
 if __name__ == "__main__":

@@ -207,8 +207,8 @@ def scene_yaml(scene: dict, seed: int, arguments: str) -> str:
 
 def validate(path: Path) -> None:
     """Load the file and check the initial state: no overlaps, task not already over."""
+    from parapush.physics.planar_geometry import disc_obstacle_clearance
     from parapush.planning import TerminationCheck
-    from parapush.planning.planar_geometry import disc_obstacle_clearance
     from parapush.scene import load_scene
 
     scene = load_scene(path)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from collections.abc import Sequence
@@ -18,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from parapush.scene import Scene, scene_from_dict
+from reference import available_cores, machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PUSHER_RADIUS = 0.0145
@@ -28,14 +27,6 @@ CYLINDER_RADIUS = 0.0512
 """m, the cylinder slider of the journal (5.12 cm)."""
 CONTACT_GAP = 0.001
 """m, free distance between pusher and slider at the start of every push."""
-
-
-def available_cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def paper_scene(shape: str) -> Scene:
@@ -161,16 +152,15 @@ def common_arguments(description: str) -> argparse.ArgumentParser:
 
 
 def environment() -> dict[str, Any]:
-    """Machine facts stored with every result."""
+    """Machine facts stored with every result (:func:`reference.machine` and the library versions)."""
     import mujoco
 
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "python": platform.python_version(),
+        **machine(),
+        "cores": available_cores(),
         "numpy": np.__version__,
         "mujoco": mujoco.__version__,
-        "cores": available_cores(),
-        "machine": platform.machine(),
         "command": " ".join(sys.argv),
     }
 

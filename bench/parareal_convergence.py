@@ -19,21 +19,10 @@ import sys
 import numpy as np
 from matplotlib.figure import Figure
 
+import parareal_common as common
 from parapush.parareal import PararealOptions, PararealSolver
 from parapush.physics.fine import FineModel
 from parapush.scene import wrap_angle
-from parareal_common import (
-    common_arguments,
-    constant_pushes,
-    format_table,
-    load_coarse,
-    load_projector,
-    make_fine_backend,
-    paper_scene,
-    push_start_states,
-    slider_half_width,
-    write_results,
-)
 
 SPEED = 0.025  # m/s
 SLICES = 4
@@ -56,26 +45,26 @@ def slider_errors(iterates: np.ndarray, reference: np.ndarray, columns: np.ndarr
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = common_arguments(__doc__.splitlines()[0])
+    parser = common.common_arguments(__doc__.splitlines()[0])
     args = parser.parse_args(argv)
     cases = {}
-    controls = constant_pushes([0.0], SPEED, SLICES)  # (1, N, 2)
+    controls = common.constant_pushes([0.0], SPEED, SLICES)  # (1, N, 2)
     durations = np.full(SLICES, DURATION)
     for shape in ("cylinder", "box"):
-        scene = paper_scene(shape)
+        scene = common.paper_scene(shape)
         layout = scene.layout
         pose = layout.object_pose(0)
         twist = layout.object_twist(0)
         columns = np.r_[np.arange(pose.start, pose.stop), np.arange(twist.start, twist.stop)]
         fine_model = FineModel(scene)
-        coarse = load_coarse(
-        args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
-    )
-        projector = load_projector(scene, not args.no_projection)
-        with make_fine_backend(args.backend, fine_model, args.workers) as backend:
+        coarse = common.load_coarse(
+            args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
+        )
+        projector = common.load_projector(scene, not args.no_projection)
+        with common.make_fine_backend(args.backend, fine_model, args.workers) as backend:
             solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
-            for where, offset in (("centre", 0.0), ("side", SIDE_FRACTION * slider_half_width(scene))):
-                start = push_start_states(scene, np.array([offset]))
+            for where, offset in (("centre", 0.0), ("side", SIDE_FRACTION * common.slider_half_width(scene))):
+                start = common.push_start_states(scene, np.array([offset]))
                 result = solver.solve(
                     start, controls, durations, PararealOptions(iterations=SLICES, keep_iterates=True)
                 )
@@ -98,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         f"coarse = {args.coarse}, projection = {not args.no_projection}"
     )
     print("RMS over the trajectory of the slider state (x, y, yaw, vx, vy, omega), mixed SI units:")
-    print(format_table(headers, [[name, *map(float, c["trajectory_rms"])] for name, c in cases.items()]))
+    print(common.format_table(headers, [[name, *map(float, c["trajectory_rms"])] for name, c in cases.items()]))
     print("RMS over the trajectory of the slider position, mm:")
-    print(format_table(headers, [[name, *(1000.0 * c["position_rms_m"])] for name, c in cases.items()]))
+    print(common.format_table(headers, [[name, *(1000.0 * c["position_rms_m"])] for name, c in cases.items()]))
 
     figure = Figure(figsize=(12, 7), layout="constrained")
     axes = figure.subplots(2, 3)
@@ -125,21 +114,17 @@ def main(argv: list[str] | None = None) -> int:
         axis.legend(fontsize=8)
     figure.suptitle(f"Parareal convergence, coarse = {args.coarse} (exact zeros drawn at {FLOOR:g})")
     suffix = "" if args.coarse == "analytical" else f"_{args.coarse}"
-    json_path, png_path = write_results(
-        f"parareal_convergence{suffix}",
-        {
-            "protocol": {
-                "speed_m_s": SPEED,
-                "slices": SLICES,
-                "duration_s": DURATION,
-                "side_fraction": SIDE_FRACTION,
-                "coarse": args.coarse,
-                "projection": not args.no_projection,
-                "backend": args.backend,
-            },
-            "cases": cases,
-        },
-        figure,
+    protocol = {
+        "speed_m_s": SPEED,
+        "slices": SLICES,
+        "duration_s": DURATION,
+        "side_fraction": SIDE_FRACTION,
+        "coarse": args.coarse,
+        "projection": not args.no_projection,
+        "backend": args.backend,
+    }
+    json_path, png_path = common.write_results(
+        f"parareal_convergence{suffix}", {"protocol": protocol, "cases": cases}, figure
     )
     print(f"wrote {json_path} and {png_path}")
     return 0

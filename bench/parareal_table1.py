@@ -20,21 +20,10 @@ import time
 import numpy as np
 from matplotlib.figure import Figure
 
+import parareal_common as common
 from parapush.parareal import PararealOptions, PararealSolver
 from parapush.physics.fine import FineModel
 from parapush.scene import Scene, wrap_angle
-from parareal_common import (
-    common_arguments,
-    constant_pushes,
-    format_table,
-    load_coarse,
-    load_projector,
-    make_fine_backend,
-    paper_scene,
-    push_start_states,
-    slider_half_width,
-    write_results,
-)
 
 ANGLES_DEG = (0.0, 15.0, -15.0)
 SPEED = 0.025  # m/s
@@ -62,10 +51,10 @@ def table1_pushes(scene: Scene, states_count: int, seed: int) -> tuple[np.ndarra
         angle of each row (3S,) deg.
     """
     rng = np.random.default_rng(seed)
-    edge = slider_half_width(scene)
+    edge = common.slider_half_width(scene)
     offsets = rng.uniform(-edge, edge, size=states_count)
-    starts = push_start_states(scene, offsets)  # (S, D)
-    sequences = constant_pushes(ANGLES_DEG, SPEED, SLICES)  # (3, N, 2)
+    starts = common.push_start_states(scene, offsets)  # (S, D)
+    sequences = common.constant_pushes(ANGLES_DEG, SPEED, SLICES)  # (3, N, 2)
     initial = np.repeat(starts, len(ANGLES_DEG), axis=0)  # (3S, D): state-major
     controls = np.tile(sequences, (states_count, 1, 1))
     durations = np.full(SLICES, DURATION)
@@ -74,7 +63,7 @@ def table1_pushes(scene: Scene, states_count: int, seed: int) -> tuple[np.ndarra
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = common_arguments(__doc__.splitlines()[0])
+    parser = common.common_arguments(__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, default=None, help="initial states (default 100, quick 10)")
     parser.add_argument(
         "--shape",
@@ -85,16 +74,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     states_count = args.states or (10 if args.quick else 100)
 
-    scene = paper_scene(args.shape)
+    scene = common.paper_scene(args.shape)
     layout = scene.layout
     initial, controls, durations, angle_of_row = table1_pushes(scene, states_count, args.seed)
 
     fine_model = FineModel(scene)
-    coarse = load_coarse(
+    coarse = common.load_coarse(
         args.coarse, scene, learned_weights=args.learned_weights, fine_settings=fine_model.settings
     )
-    projector = load_projector(scene, not args.no_projection)
-    with make_fine_backend(args.backend, fine_model, args.workers) as backend:
+    projector = common.load_projector(scene, not args.no_projection)
+    with common.make_fine_backend(args.backend, fine_model, args.workers) as backend:
         solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
         started = time.perf_counter()
         parareal = solver.solve(
@@ -160,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         f"fine slider travel mean {fine_travel.mean():.1f} mm (min {fine_travel.min():.1f})"
     )
     print(
-        format_table(
+        common.format_table(
             [
                 "model",
                 "ours mean trans mm",
@@ -197,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         axis.legend(fontsize=8)
     figure.suptitle(f"Open-loop pushing, {len(initial)} trajectories (values <= 1e-6 drawn at 1e-6)")
     suffix = "" if (args.shape, args.coarse) == ("box", "analytical") else f"_{args.shape}_{args.coarse}"
-    json_path, png_path = write_results(
+    json_path, png_path = common.write_results(
         f"parareal_table1{suffix}",
         {
             "protocol": {

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+import reference as bench_reference
 from parapush.execution.commands import TwistCommand
 from parapush.graph import resolve_scene_path
 from parapush.scene import Scene, load_scene
@@ -201,11 +202,15 @@ def main(argv: list[str] | None = None) -> int:
         "--noise-scale", default="1", help="comma-separated multipliers of the default noise magnitudes"
     )
     parser.add_argument("--output-dir", type=Path, default=Path(__file__).resolve().parent / "results")
+    bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
+    load_before = bench_reference.load_average()
     if args.pushes < 2:
         parser.error("--pushes: need at least 2 pushes for a standard deviation")
     offsets = _fractions(args.offsets, "--offsets", parser)
     scales = _fractions(args.noise_scale, "--noise-scale", parser)
+    if args.reference and (offsets[0] != REFERENCE_OFFSET or scales[0] != 1.0):
+        parser.error(f"--reference: the first offset must be {REFERENCE_OFFSET} and the first noise scale 1")
     scene = load_scene(resolve_scene_path(args.scene))
     object_name = args.object or scene.target
 
@@ -260,6 +265,17 @@ def main(argv: list[str] | None = None) -> int:
     json_path = args.output_dir / "sim_push_noise.json"
     json_path.write_text(json.dumps(report, indent=1))
     print(f"\nwrote {json_path}" + (f" and {png}" if wrote_png else ""))
+    bench_reference.write_figures(
+        "sim_push_noise",
+        {
+            "simulated_translation_std_mm": reference["translation_std_mm"],
+            "simulated_rotation_std_deg": reference["rotation_std_deg"],
+            "real_translation_std_mm": REAL_TRANSLATION_STD_MM,
+            "real_rotation_std_deg": REAL_ROTATION_STD_DEG,
+        },
+        reference=args.reference,
+        load_before=load_before,
+    )
     return 0
 
 

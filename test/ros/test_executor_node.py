@@ -19,7 +19,11 @@ import time
 
 import numpy as np
 import pytest
+import rclpy
 import yaml
+from diagnostic_msgs.msg import DiagnosticStatus
+from parareal_pushing.msg import ControlSequence, PusherControl
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from test_executor_support import (
     PERIOD,
     RATE_HZ,
@@ -33,6 +37,7 @@ from test_executor_support import (
 
 from parapush.execution.frames import RigidTransform
 from parapush.graph import config_dir
+from parapush.nodes.conversions import seconds_to_time
 from parapush.nodes.executor import PARAMETERS, ExecutorNode
 from parapush.nodes.parameters import ParameterError, flatten_parameters
 
@@ -338,6 +343,81 @@ def test_malformed_or_stale_control_sequences_are_refused_and_stop(rig, options,
     assert all(t.is_zero for t in harness.received(zero.receipt))
     values = harness.executor_values()
     assert values[f"refused.{reason}"] == "1"
+    assert not node.executor_core.stop_latched
+
+
+def test_controls_from_any_other_node_are_refused_counted_and_ignored(rig, ros_context, spinning):
+    """Only allowed_publisher (here the harness) moves the robot: a node of another name, and
+    one named like this stack's MPC in another namespace, are refused; their stop does not stop it."""
+    node, harness = rig()
+    intruders = [rclpy.create_node("intruder", context=ros_context),
+                 rclpy.create_node("mpc", namespace="/other_stack", context=ros_context)]
+    publishers = [intruder.create_publisher(ControlSequence, "/controls", 10) for intruder in intruders]
+    spinning.add(*intruders)
+    wait_until(lambda: node.count_publishers("/controls") == 3, 5.0, what="the intruders discovered")
+
+    def intrude(*controls):
+        message = ControlSequence()
+        message.header.frame_id = "table"
+        message.header.stamp = seconds_to_time(ros_now(harness.node))
+        message.controls = [PusherControl(vx=vx, vy=vy, duration=duration) for vx, vy, duration in controls]
+        for publisher in publishers:
+            publisher.publish(message)
+        return time.monotonic()
+
+    sent = intrude((0.05, 0.0, 0.5))
+    time.sleep(0.6)
+    assert not any(not t.is_zero for t in harness.received(sent)), "a foreign node moved the pusher"
+    np.testing.assert_allclose(harness.pusher(), [0.0, 0.0], atol=1e-9)
+    values = harness.executor_values()
+    assert values["refused.foreign_publisher"] == "2" and values["controls_accepted"] == "0"
+    # This stack's controls run, and a foreign empty sequence (stop) does not stop them.
+    sent = harness.send((0.05, 0.0, 0.6))
+    wait_until(lambda: plateau(harness.received(sent), 0.05), 5.0, what="full speed")
+    stop_sent = intrude()
+    time.sleep(0.2)
+    assert node.executor_core.stream.queued == 1 and plateau(harness.received(stop_sent), 0.05)
+    values = harness.executor_values()
+    assert values["refused.foreign_publisher"] == "4" and values["stop_requests"] == "0"
+
+
+def test_a_dropped_pusher_latches_a_stop_within_one_control_with_the_reason(rig, ros_context, spinning):
+    """The fake arm drops the pusher mid-push: the executor stops (latched) well within the
+    control, names the fault in /diagnostics and on executor_status (what the MPC can watch)."""
+    node, harness = rig()
+    statuses = []
+    listener = rclpy.create_node("executor_status_listener", context=ros_context)
+    listener.create_subscription(DiagnosticStatus, "executor_status", statuses.append,
+                                 QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    spinning.add(listener)
+    wait_until(lambda: statuses, 5.0, what="the executor_status published at start-up (transient local)")
+    assert statuses[-1].level != DiagnosticStatus.ERROR  # WARN until the first estimate
+    sent = harness.send((0.05, 0.0, 1.0))
+    wait_until(lambda: plateau(harness.received(sent), 0.05), 5.0, what="full speed")
+    time.sleep(0.2)
+    with harness.lock:
+        harness.holding = False
+        dropped, position = time.monotonic(), harness.position.copy()
+    wait_until(lambda: node.executor_core.stop_latched, 1.0, what="a latched stop")
+    latched = time.monotonic()
+    zero = next(t for t in harness.received(dropped) if t.is_zero)
+    print(f"\n[dropped pusher] stop latched {(latched - dropped) * 1e3:.0f} ms, zero command "
+          f"{(zero.receipt - dropped) * 1e3:.0f} ms after the drop (control: 1 s at 50 mm/s)")
+    assert zero.receipt - dropped < 0.5  # within half the control, with this loaded machine's delays
+    np.testing.assert_allclose(harness.pusher(), position)
+    values = harness.executor_values()
+    assert values["latched_stops.motion_check"] == "1" and values["level"] == 2
+    assert values["latch_reason"].startswith("motion_check: pusher does not follow the commanded motion: commanded ")
+    wait_until(lambda: statuses[-1].level == DiagnosticStatus.ERROR, 1.0, what="executor_status latched")
+    assert "pusher does not follow" in statuses[-1].message
+    # The reset clears it and is published too; the pusher, held again, moves.
+    with harness.lock:
+        harness.holding = True
+    assert harness.call(harness.reset_client).success
+    wait_until(lambda: statuses[-1].level == DiagnosticStatus.OK, 1.0, what="executor_status cleared")
+    sent = harness.send((0.05, 0.0, 0.4))
+    wait_until(lambda: plateau(harness.received(sent), 0.05), 5.0, what="motion after the reset")
+    time.sleep(0.5)
     assert not node.executor_core.stop_latched
 
 

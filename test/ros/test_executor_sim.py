@@ -10,8 +10,10 @@ releases the gripper on SIGINT. The arm's table frame is turned by +90 deg in th
   emulator, arm) and the state estimator node run as processes too, as the bringup runs them;
   the test only publishes ``controls`` and reads ``/sim/true_state``, the twists and
   ``/diagnostics``. Measured: commanded pusher displacement against the world's.
-* Gripper fault (``robot``): the simulated driver and the estimator run in the test process so
-  that a fault can be injected into the emulated gripper. Measured: fault to arm at rest.
+* Faults (``robot``): the simulated driver and the estimator run in the test process so that
+  faults can be injected: a gripper fault (measured: fault to arm at rest), an arm that stops
+  following its commands (measured: fault to the executor's zero command), and a second Modbus
+  client (another stack's executor) trying to open the held gripper (refused).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TwistStamped
 from parareal_pushing.msg import ControlSequence, PusherControl, SceneState
+from pymodbus.client import ModbusTcpClient
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from test_executor_support import wait_until
@@ -42,6 +45,7 @@ from parapush.nodes.conversions import seconds_to_time
 from parapush.nodes.sim_driver import SimDriverNode
 from parapush.nodes.state_estimator import StateEstimatorNode
 from parapush.scene import load_scene
+from parapush.sim.arm import ArmFault
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -187,6 +191,7 @@ def executor_command(gripper_address: str, tool_width: float) -> list[str]:
         "-p", f"gripper.tool_width:={tool_width}",
         "-p", f"table_to_base:=[0.5, 0.0, 0.0, {TABLE_YAW_IN_BASE}]",
         "-p", "diagnostics_period:=0.25",
+        "-p", "allowed_publisher:=executor_sim_client",  # the Client node publishes the controls
         # On this shared 2-core machine (load ~5-8 from other jobs) the simulated driver's process
         # now and then stalls for 0.1-0.6 s (its world thread catching up starves the NatNet and
         # Modbus threads), which the shipped limits (0.1 s stale state, 0.25 s gripper silence)
@@ -364,9 +369,8 @@ def test_the_pusher_follows_commanded_pushes_and_is_released_on_shutdown(stack):
     wait_until(lambda: client.sim_message == "pusher not held", 2.0, what="the pusher released")
 
 
-def test_a_gripper_fault_in_the_simulated_robot_stops_the_push(robot):
-    driver_node, client, process = robot
-    world = driver_node.driver.world
+def push_at_speed(client, world, what: str) -> None:
+    """Start a 2 s push at 0.05 m/s along -y and wait until the simulated arm is at speed."""
     for attempt in range(1, 5):
         before = client.fresh_status()
         sent = client.push([(0.0, -0.05, 2.0)])
@@ -375,15 +379,21 @@ def test_a_gripper_fault_in_the_simulated_robot_stops_the_push(robot):
         if abs(world.arm.status().velocity[1]) > 0.04:
             break
         # A stall of this loaded machine's processes (the estimator runs in this one) makes the
-        # executor stop the push for safety, as it must; that push cannot show the gripper fault.
+        # executor stop the push for safety, as it must; that push cannot show the fault.
         after = client.fresh_status()
         stalls = [key for key in STALL_COUNTERS if after[key] != before[key]]
-        print(f"\n[sim gripper fault] push {attempt} did not reach speed (executor: {stalls or after}); again")
+        print(f"\n[{what}] push {attempt} did not reach speed (executor: {stalls or after}); again")
         assert stalls or not client.received(sent), f"a push without a stall did not reach speed: {after}"
         if any(velocity.any() for _, velocity in client.received(sent)):
             client.wait_for_rest(sent)
     else:
         raise AssertionError("four pushes in a row were stopped by stalls of this machine")
+
+
+def test_a_gripper_fault_in_the_simulated_robot_stops_the_push(robot):
+    driver_node, client, process = robot
+    world = driver_node.driver.world
+    push_at_speed(client, world, "sim gripper fault")
     injected = time.monotonic()
     driver_node.driver.inject_gripper_fault(0x0E)
     wait_until(lambda: world.arm.status().velocity == (0.0, 0.0), 1.0, what="the arm at rest")
@@ -394,3 +404,41 @@ def test_a_gripper_fault_in_the_simulated_robot_stops_the_push(robot):
     assert stopped < 0.5
     wait_until(lambda: client.status.get("stop_latched") == "True", 2.0, what="the latched stop in diagnostics")
     assert "gripper fault" in client.status["latch_reason"]
+
+
+@pytest.mark.parametrize("fault", [ArmFault.COMMANDS_IGNORED, ArmFault.PROTECTIVE_STOP], ids=lambda fault: fault.value)
+def test_an_arm_that_stops_following_latches_a_stop_within_one_control(robot, fault):
+    """The arm stops following mid-push (its driver link drops the commands, or a protective
+    stop): the pusher no longer moves as commanded, the executor latches a stop naming it."""
+    driver_node, client, process = robot
+    world = driver_node.driver.world
+    push_at_speed(client, world, f"sim arm {fault.value}")
+    injected = time.monotonic()
+    driver_node.driver.inject_arm_fault(fault)
+    wait_until(lambda: any(not v.any() for t, v in client.received(injected)), 1.0, what="a zero command")
+    zero = next(t for t, v in client.received(injected) if not v.any())
+    print(f"\n[sim arm {fault.value}] zero command {(zero - injected) * 1e3:.0f} ms after the fault "
+          "(control: 2 s at 50 mm/s)")
+    assert zero - injected < 1.0  # within one control of the MPC (1 s)
+    wait_until(lambda: client.status.get("stop_latched") == "True", 2.0, what="the latched stop in diagnostics")
+    assert client.status["latch_reason"].startswith("motion_check: pusher does not follow the commanded motion")
+    assert world.pusher_held  # the gripper holds it: only the motion check can tell
+
+
+def test_a_second_modbus_client_cannot_open_the_gripper_of_a_running_executor(robot):
+    """Another stack's executor (a second client of the same simulated gripper) can neither open
+    nor reset it: the pusher stays held and this executor sees no gripper problem."""
+    driver_node, client, process = robot
+    host, port = driver_node.driver.endpoints().gripper_tcp_address
+    intruder = ModbusTcpClient(host, port=port, timeout=0.5, retries=0)
+    assert intruder.connect()
+    try:
+        for registers in ([0x0900, 0, 0xFF00], [0, 0, 0]):  # open; reset
+            response = intruder.write_registers(1000, registers, device_id=9)
+            assert response.isError() and response.exception_code == 0x06, response
+    finally:
+        intruder.close()
+    time.sleep(0.5)
+    assert driver_node.driver.status().pusher_held and driver_node.driver.gripper.requests_refused == 2
+    status = client.fresh_status()
+    assert status["stop_latched"] == "False", status

@@ -3,7 +3,8 @@
 * :class:`Harness`: a node that publishes ``controls`` and calls ``~/stop`` / ``~/reset``,
   records every ``TwistStamped`` (with its receipt time) and ``/diagnostics``, and plays a
   fake arm: the pusher follows the last command (base -> table frame) held until the next one
-  (zero after 0.1 s without one, like Servo), and ``scene_state`` is published at 50 Hz.
+  (zero after 0.1 s without one, like Servo) unless dropped (``holding`` False), and
+  ``scene_state`` is published at 50 Hz.
 * :func:`start_executor`: an :class:`ExecutorNode` with test parameters, added to the spinner.
 """
 
@@ -34,6 +35,7 @@ PERIOD = 1.0 / RATE_HZ
 BASE_PARAMETERS = {
     "twist_topic": TWIST_TOPIC,
     "gripper_enabled": False,
+    "allowed_publisher": "executor_test_harness",  # the Harness node publishes the controls
     "rate": RATE_HZ,
     "diagnostics_period": 0.2,
     "log_throttle_period": 0.5,
@@ -81,6 +83,7 @@ class Harness:
         self.last_twist = -math.inf
         self.last_step = time.monotonic()
         self.publishing = True
+        self.holding = True  # False: the pusher was dropped, it no longer moves with the arm
         self.valid = True
         self.frame_id = "table"
         self.twists: list[Received] = []
@@ -110,7 +113,7 @@ class Harness:
 
     def _advance(self, now: float) -> None:
         held_until = min(now, self.last_twist + 0.1)
-        if held_until > self.last_step:
+        if held_until > self.last_step and self.holding:
             self.position = self.position + self.velocity * (held_until - self.last_step)
         self.last_step = now
 

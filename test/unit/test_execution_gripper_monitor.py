@@ -76,3 +76,21 @@ def test_start_up_failures_name_the_stage(device):
         GripperMonitor.from_settings(unreachable, on_problem=print).start_up(unreachable)
     with pytest.raises(SettingsError, match="address"):
         GripperMonitor.from_settings(GripperSettings(address="tcp://robot"), on_problem=print)
+
+
+def test_a_second_executor_cannot_take_the_gripper_of_a_running_one(device):
+    """Two stacks pointed at one (simulated) gripper: the second start-up fails, saying why, and
+    the first one still holds the tool (the emulator obeys the client that activated it)."""
+    settings = settings_for(device)
+    first = GripperMonitor.from_settings(settings, on_problem=print)
+    second = GripperMonitor.from_settings(settings, on_problem=print)
+    try:
+        first.start_up(settings)
+        with pytest.raises(ExecutorStartupError, match="device busy: another Modbus client controls this gripper"):
+            second.start_up(settings)
+        assert device.requests_refused >= 1
+        assert first.poll() is None  # still holding the tool, no problem
+        assert device.status().object_status is ObjectStatus.CONTACT_CLOSING
+    finally:
+        second.close()
+        first.close()

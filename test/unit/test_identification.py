@@ -68,9 +68,9 @@ def test_the_nominal_parameters_are_the_fine_models(fine_model):
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    ({"mass": 0.0}, "mass: must be > 0"),
-    ({"support_friction": -0.1}, "support_friction: must be >= 0"),
-    ({"pusher_friction": float("nan")}, "pusher_friction: must be finite"),
+    ({"mass": 0.0}, "mass: expected a finite number > 0"),
+    ({"support_friction": -0.1}, "support_friction: expected a finite number >= 0"),
+    ({"pusher_friction": float("nan")}, "pusher_friction: expected a finite number"),
     ({"com_offset": (0.0,)}, r"com_offset: expected \(x, y\)"),
 ])
 def test_bad_parameters_name_the_field(arguments, message):
@@ -82,13 +82,13 @@ def test_bad_parameters_name_the_field(arguments, message):
 def test_bad_bounds_and_settings_name_the_field():
     with pytest.raises(ValueError, match="mass: expected"):
         ParameterBounds(mass=(1.0, 0.5))
-    with pytest.raises(ValueError, match="com_offset: must be >= 0"):
+    with pytest.raises(ValueError, match="com_offset: expected a finite number >= 0"):
         ParameterBounds(com_offset=-0.01)
     with pytest.raises(ValueError, match="elite: must be < population"):
         IdentificationSettings(population=8, elite=8)
     with pytest.raises(ValueError, match="fit: expected distinct names"):
         IdentificationSettings(fit=("mass", "density"))
-    with pytest.raises(ValueError, match="smoothing: expected a number in"):
+    with pytest.raises(ValueError, match="smoothing: expected a finite number > 0 and <= 1"):
         IdentificationSettings(smoothing=1.5)
 
 

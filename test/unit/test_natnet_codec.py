@@ -14,6 +14,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from natnet_fixtures import assert_suffix_matches
 from natnetsdk.NatNetClient import NatNetClient as SdkClient
 
 from parapush.natnet import (
@@ -384,18 +385,7 @@ def test_natnetsdk_reads_our_frames_byte_for_byte(version):
     assert consumed == len(datagram) - 4
     assert mocap.prefix_data.frame_number == frame.frame_number
     assert sdk_rigid_bodies(mocap) == list(frame.rigid_bodies)
-    suffix = mocap.suffix_data
-    assert (suffix.timecode, suffix.timecode_sub, suffix.timestamp) == (
-        frame.timecode,
-        frame.timecode_subframe,
-        frame.timestamp,
-    )
-    assert (suffix.stamp_camera_mid_exposure, suffix.stamp_data_received, suffix.stamp_transmit) == (
-        frame.mid_exposure_ticks,
-        frame.data_received_ticks,
-        frame.transmit_ticks,
-    )
-    assert suffix.param == frame.params
+    assert_suffix_matches(mocap.suffix_data, frame)
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS, ids=VERSION_IDS)

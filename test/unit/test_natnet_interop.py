@@ -18,6 +18,7 @@ import time
 
 import natnet
 import pytest
+from natnet_fixtures import assert_suffix_matches
 from natnetsdk.NatNetClient import NatNetClient as SdkClient
 
 from parapush.estimation.natnet_client import NatNetClient, NatNetClientSettings
@@ -112,13 +113,27 @@ def _start_pypi_client(
     return client
 
 
-def _wait_for_overlap(
-    ours: dict, lock: threading.Lock, recorder: PypiNatNetRecorder, count: int = 20
-) -> None:
+class OurFrames:
+    """The frames our NatNetClient received, by frame number (its ``on_frame`` callback)."""
+
+    def __init__(self) -> None:
+        self.frames: dict[int, MocapFrame] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, frame: MocapFrame, receive_time: float) -> None:
+        with self.lock:
+            self.frames[frame.frame_number] = frame
+
+    def snapshot(self) -> dict[int, MocapFrame]:
+        with self.lock:
+            return dict(self.frames)
+
+
+def _wait_for_overlap(ours: OurFrames, recorder: PypiNatNetRecorder, count: int = 20) -> None:
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
-        with lock, recorder.lock:
-            if len(set(ours) & set(recorder.frames)) >= count:
+        with ours.lock, recorder.lock:
+            if len(set(ours.frames) & set(recorder.frames)) >= count:
                 return
         time.sleep(0.01)
     raise AssertionError(f"our client and natnet 0.3.0 did not share {count} frames within 5 s")
@@ -135,19 +150,8 @@ def _compare_frames(ours: dict[int, MocapFrame], theirs: dict, version: NatNetVe
             assert tuple(pypi_body.rot) == body.orientation
             assert pypi_body.marker_error == body.mean_error
             assert pypi_body.tracking_valid == body.tracking_valid
-        suffix = pypi.suffix
-        assert (suffix.timecode, suffix.timecode_sub, suffix.timestamp) == (
-            frame.timecode,
-            frame.timecode_subframe,
-            frame.timestamp,
-        )
-        assert (suffix.stamp_camera_mid_exposure, suffix.stamp_data_received, suffix.stamp_transmit) == (
-            frame.mid_exposure_ticks,
-            frame.data_received_ticks,
-            frame.transmit_ticks,
-        )
-        if version.major == 3:  # natnet 0.3.0 misreads the 4.x suffix params (precision timestamp)
-            assert suffix.param == frame.params
+        # natnet 0.3.0 misreads the 4.x suffix params (precision timestamp)
+        assert_suffix_matches(pypi.suffix, frame, params=version.major == 3)
         assert pypi.skeletons == () and pypi.labeled_markers == ()
         if version.has_assets:
             assert pypi.assets == ()
@@ -159,12 +163,7 @@ def test_pypi_natnet_client_unicast(version_text):
     version = NatNetVersion.parse(version_text)
     settings = MocapServerSettings(command_port=0, rate_hz=RATE_HZ, natnet_version=version)
     recorder = PypiNatNetRecorder()
-    ours: dict[int, MocapFrame] = {}
-    lock = threading.Lock()
-
-    def on_our_frame(frame, receive_time):
-        with lock:
-            ours[frame.frame_number] = frame
+    ours = OurFrames()
 
     with MocapServer(lambda: BODIES, settings=settings, rigid_body_descriptions=DESCRIPTIONS) as server:
         pypi_client = _start_pypi_client(server, recorder, multicast=False)
@@ -172,16 +171,15 @@ def test_pypi_natnet_client_unicast(version_text):
             assert pypi_client.server_info.application_name == "Motive (parapush simulation)"
             assert pypi_client.protocol_version.components == (version.major, version.minor, 0, 0)
             with NatNetClient(
-                NatNetClientSettings(command_port=server.command_address[1]), on_frame=on_our_frame
+                NatNetClientSettings(command_port=server.command_address[1]), on_frame=ours
             ):
-                _wait_for_overlap(ours, lock, recorder)
+                _wait_for_overlap(ours, recorder)
                 pypi_client.request_modeldef()
                 recorder.wait(lambda r: r.descriptions, what="model definitions")
                 time.sleep(0.05)
         finally:
             pypi_client.shutdown()
-    with lock:
-        compared = _compare_frames(dict(ours), dict(recorder.frames), version)
+    compared = _compare_frames(ours.snapshot(), dict(recorder.frames), version)
     assert compared >= 20
     described = recorder.descriptions[0].rigid_bodies
     # natnet 0.3.0 reads the int32 parent id as uint32 (-1 arrives as 0xFFFFFFFF)
@@ -202,25 +200,19 @@ def test_pypi_natnet_client_multicast(free_udp_port):
         command_port=0, rate_hz=RATE_HZ, stream_unicast=False, stream_multicast=True, data_port=data_port
     )
     recorder = PypiNatNetRecorder()
-    ours: dict[int, MocapFrame] = {}
-    lock = threading.Lock()
-
-    def on_our_frame(frame, receive_time):
-        with lock:
-            ours[frame.frame_number] = frame
+    ours = OurFrames()
 
     with MocapServer(lambda: BODIES, settings=settings) as server:
         pypi_client = _start_pypi_client(server, recorder, multicast=True, data_port=data_port)
         try:
             client_settings = NatNetClientSettings(command_port=server.command_address[1], multicast=True)
-            with NatNetClient(client_settings, on_frame=on_our_frame):
-                _wait_for_overlap(ours, lock, recorder)
+            with NatNetClient(client_settings, on_frame=ours):
+                _wait_for_overlap(ours, recorder)
                 pypi_client.request_modeldef()
                 recorder.wait(lambda r: r.descriptions, what="model definitions")
         finally:
             pypi_client.shutdown()
-    with lock:
-        assert _compare_frames(dict(ours), dict(recorder.frames), version) >= 20
+    assert _compare_frames(ours.snapshot(), dict(recorder.frames), version) >= 20
     assert [d.name for d in recorder.descriptions[0].rigid_bodies] == ["box", "pusher"]
 
 

@@ -10,19 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_parareal_toy_system import ToyBackend, ToyCoarse, ToyFine, random_problem, serial_fine
 
-from parapush.parareal import (
-    CostEstimator,
-    PararealOptions,
-    PararealSolver,
+from parapush.parareal import CostEstimator, PararealOptions, PararealSolver
+from parapush.parareal.schedule import (
     ProblemSize,
     StepCosts,
     choose_schedule,
     paper_speedup,
+    parareal_coarse_steps,
+    parareal_fine_rows,
+    parareal_iteration_time,
     parareal_wall_time,
     sample_parallel_wall_time,
     serial_fine_wall_time,
 )
-from parapush.parareal.schedule import parareal_coarse_steps, parareal_fine_rows, parareal_iteration_time
 
 
 # -- Eq 4 -----------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from test_planning_fixtures import initial_state, tiny_scene
 
+from parapush.physics.planar_geometry import segment_point_distance
 from parapush.planning import shift_controls, straight_line_controls, straight_line_path
-from parapush.planning.planar_geometry import segment_point_distance
 
 CONTACT = 0.0512 + 0.0145  # target radius + pusher radius
 

@@ -20,7 +20,7 @@ from parapush.planning import MpcLoop, MpcOutcome, StochasticTrajectoryOptimizer
 from parapush.prediction import EnginePrediction, load_model_config
 from parapush.scene import load_scene
 from parapush.sim.arm import TwistCommand
-from parapush.sim.driver import load_driver_settings
+from parapush.sim.driver_settings import load_driver_settings
 from parapush.sim.world import SimWorld
 
 pytestmark = pytest.mark.slow

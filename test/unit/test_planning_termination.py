@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from test_planning_fixtures import initial_state, tiny_scene
 
-from parapush.planning import MpcOutcome, TerminationCheck
-from parapush.planning.planar_geometry import (
+from parapush.physics.planar_geometry import (
     disc_obstacle_clearance,
     object_obstacle_clearance,
     segment_box_distance,
     segment_obstacle_clearance,
 )
+from parapush.planning import MpcOutcome, TerminationCheck
 from parapush.scene import ObjectSpec, Obstacle
 
 POST = Obstacle(name="post", radius=0.0375, pose=(0.0, 0.0, 0.0))

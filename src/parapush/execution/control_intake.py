@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from parapush.execution.commands import PlanarControl
-from parapush.execution.execution_settings import ExecutionSettings
+
+if TYPE_CHECKING:  # execution_settings imports control_source, which imports this module
+    from parapush.execution.execution_settings import ExecutionSettings
 
 
 class ControlsRefused(Exception):  # noqa: N818 - a refusal, not an error of this program

@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from parapush.execution.command_stream import CommandStreamSettings
+from parapush.execution.control_source import check_node_name
 from parapush.execution.frames import RigidTransform
 from parapush.execution.gripper import GripperDriverSettings
 from parapush.execution.gripper_endpoint import SerialEndpoint, TcpEndpoint, parse_endpoint
+from parapush.execution.pusher_following import FollowingSettings
 from parapush.execution.safety import SafetyLimits
 from parapush.execution.velocity_executor import ExecutorSettings
 from parapush.reporting.diagnostic_report import diagnostics_period_setting
@@ -169,6 +171,12 @@ class ExecutionSettings:
         "base_link", "frame_id of the commands: the robot base frame (Servo's robot_link_command_frame)"
     )
     table_frame: str = setting("table", "frame of the controls and of scene_state; others are refused")
+    allowed_publisher: str = setting(
+        "mpc",
+        "the only node whose controls are executed: a name relative to this node's namespace ('mpc': this "
+        "stack's MPC) or absolute ('/lab1/mpc'); controls from any other node are refused and counted; "
+        "empty: any node (warned at start-up)",
+    )
     rate: float = setting(100.0, "command rate while moving", unit="Hz", minimum=1.0, maximum=1000.0)
     stop_repeats: int = setting(3, "zero commands sent after the pusher came to rest", minimum=1, maximum=100)
     queue_mode: str = setting("replace", "a new ControlSequence replaces the queue or is appended to it",
@@ -183,6 +191,7 @@ class ExecutionSettings:
     max_start_delay: float = setting(1.0, "a ControlSequence stamped further in the future is refused", unit="s",
                                      minimum=0.0, maximum=60.0)
     limits: LimitSettings = field(default_factory=LimitSettings)
+    following: FollowingSettings = field(default_factory=FollowingSettings)
     watchdog_period: float = setting(0.02, "time between command-silence checks", unit="s",
                                      minimum=0.001, maximum=1.0)
     diagnostics_period: float = diagnostics_period_setting()
@@ -195,8 +204,11 @@ class ExecutionSettings:
         check_settings(self)
         for name in ("twist_topic", "base_frame", "table_frame"):
             check_not_empty(name, getattr(self, name))
+        check_node_name(self.allowed_publisher, "allowed_publisher")
         if not isinstance(self.limits, LimitSettings):
             raise ValueError(f"limits: expected LimitSettings, got {self.limits!r}")
+        if not isinstance(self.following, FollowingSettings):
+            raise ValueError(f"following: expected FollowingSettings, got {self.following!r}")
         if not isinstance(self.gripper, GripperSettings):
             raise ValueError(f"gripper: expected GripperSettings, got {self.gripper!r}")
         period = 1.0 / self.rate
@@ -214,6 +226,7 @@ class ExecutionSettings:
 
 __all__ = [
     "DEFAULT_TABLE_TO_BASE",
+    "FollowingSettings",
     "QUEUE_MODES",
     "TABLE_TO_BASE_DESCRIPTION",
     "ExecutionSettings",

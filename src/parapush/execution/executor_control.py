@@ -20,6 +20,7 @@ from parapush.execution.command_stream import StreamPhase
 from parapush.execution.commands import PlanarControl, TwistCommand
 from parapush.execution.control_intake import ControlsRefused
 from parapush.execution.executor_diagnostics import ExecutorCounters, executor_report
+from parapush.execution.pusher_following import FollowingSettings, PusherFollowingCheck
 from parapush.execution.safety import SafetyReason
 from parapush.execution.throttled_log import ThrottledLog
 from parapush.execution.velocity_executor import ExecutorSettings, ExecutorStep, VelocityExecutor
@@ -43,12 +44,18 @@ class ExecutorControl:
     settings: the core's settings.
     publish: sends one command (called with the output lock held).
     log: the throttled log (key, severity, message).
+    following: the pusher-follows-the-commands check (None or disabled: none).
     """
 
     def __init__(
-        self, settings: ExecutorSettings, publish: Callable[[TwistCommand], None], log: ThrottledLog
+        self, settings: ExecutorSettings, publish: Callable[[TwistCommand], None], log: ThrottledLog,
+        following: FollowingSettings | None = None,
     ) -> None:
         self.core = VelocityExecutor(settings)
+        self.following = (
+            PusherFollowingCheck(following, command_hold_s=settings.limits.command_timeout_s)
+            if following is not None and following.enabled else None
+        )
         self.counters = ExecutorCounters()
         self.lock = threading.Lock()
         self._publish_command = publish
@@ -60,9 +67,12 @@ class ExecutorControl:
         self._stop_commands = threading.Event()
 
     # -- output (lock held) ----------------------------------------------------------------------
-    def publish(self, command: TwistCommand) -> None:
-        """Send one command and count it (lock held)."""
+    def publish(self, step: ExecutorStep) -> None:
+        """Send one step's command and count it (lock held)."""
+        command = step.command
         self._publish_command(command)
+        if self.following is not None:
+            self.following.command(command.stamp_s, step.safe.velocity)
         self.counters.count("commands_sent")
         if command.is_zero:
             self.counters.count("zero_commands_sent")
@@ -72,7 +82,7 @@ class ExecutorControl:
     def _emit(self, step: ExecutorStep, *, moving_before: bool) -> None:
         """Publish a step if it asks to; count and log its safety actions when they mattered."""
         if step.publish:
-            self.publish(step.command)
+            self.publish(step)
         wanted_motion = step.sample is not None and step.sample.phase is StreamPhase.ACTIVE
         if not (wanted_motion or moving_before or step.sample is None):
             return  # e.g. "no estimate yet" while idle: nothing was limited or refused
@@ -89,7 +99,7 @@ class ExecutorControl:
         step = self.core.stop(message)
         self.core.reset()
         if step.publish:
-            self.publish(step.command)
+            self.publish(step)
 
     # -- the command clock -----------------------------------------------------------------------
     def run_commands(self, keep_going: Callable[[], bool]) -> None:
@@ -148,10 +158,12 @@ class ExecutorControl:
             if self.closed:
                 return False
             step = self.core.stop(message)
+            if self.following is not None:
+                self.following.clear()
             self.latch_reason = f"{source}: {message}"
             self.counters.count(f"latched_stops.{source}")
             if step.publish:
-                self.publish(step.command)
+                self.publish(step)
         return True
 
     def stop_requested(self) -> bool:
@@ -180,20 +192,29 @@ class ExecutorControl:
                 self.core.enqueue(controls, start_time_s=start_time_s)
             self.counters.count("controls_accepted", len(controls))
 
-    def refuse(self, refused: ControlsRefused) -> None:
-        """Count a refused sequence, halt (the plan it was to replace is not continued), log."""
+    def refuse(self, refused: ControlsRefused, *, stop: bool = True) -> None:
+        """Count a refused sequence, halt (the plan it was to replace is not continued) unless
+        ``stop`` is False (a message from another node: this stack's plan goes on), log."""
         self.counters.count_refusal(refused.reason)
-        with self.lock:
-            if not self.closed:
-                self.halt(f"ControlSequence refused: {refused.message}")
-        self._log(f"refused:{refused.reason}", "error",
-                  f"ControlSequence refused [{refused.reason}]: {refused.message}; pusher stopped")
+        if stop:
+            with self.lock:
+                if not self.closed:
+                    self.halt(f"ControlSequence refused: {refused.message}")
+        self._log(f"refused:{refused.reason}", "error", f"ControlSequence refused [{refused.reason}]: "
+                  f"{refused.message}; " + ("pusher stopped" if stop else "ignored"))
 
-    def update_state(self, position_m: tuple[float, float], *, stamp_s: float, valid: bool) -> None:
-        """A pusher estimate measured at ``stamp_s`` (``time.monotonic()``)."""
+    def update_state(self, position_m: tuple[float, float], *, stamp_s: float, valid: bool) -> str | None:
+        """A pusher estimate measured at ``stamp_s`` (``time.monotonic()``); returns why the
+        pusher does not follow the commanded motion (the caller latches a stop), or None."""
         self.last_state_stamp = stamp_s
         self.counters.count("states_received")
         self.core.update_pusher(position_m, stamp_s=stamp_s, valid=valid)
+        if self.following is None:
+            return None
+        with self.lock:
+            if self.closed or self.core.stop_latched:
+                return None
+            return self.following.observe(position_m, stamp_s=stamp_s, valid=valid)
 
     def reject_state(self, key: str, message: str) -> None:
         """Count and log (throttled per ``key``) a pusher estimate that cannot be used."""
@@ -207,6 +228,8 @@ class ExecutorControl:
             problem = blocker()
             if problem is None:
                 latched = self.core.reset()
+                if self.following is not None:
+                    self.following.clear()
                 reason, self.latch_reason = self.latch_reason, ""
         if problem is not None:
             return False, f"reset refused: {problem}"
@@ -221,7 +244,7 @@ class ExecutorControl:
                 return False
             self.closed = True
             step = self.core.stop(message)
-            self.publish(step.command)
+            self.publish(step)
         return True
 
     def report(self, node_name: str, base_frame: str) -> DiagnosticReport:

@@ -63,6 +63,10 @@ from parapush.validation import check_integer, check_positive
 _LOGGER = logging.getLogger(__name__)
 _COUNT_MAX = 255
 
+#: Modbus exception 0x06, SLAVE DEVICE BUSY: what the simulated gripper answers a client that does not
+#: own it (parapush.sim.gripper_emulator).
+_DEVICE_BUSY = 0x06
+
 
 def _count(name: str, value: int) -> int:
     """A register count 0-255."""
@@ -397,8 +401,11 @@ class RobotiqGripper:
                     last_error = GripperCommunicationError(f"{what} to {self._endpoint.describe()}: {error}")
                     continue
                 if response.isError():
+                    busy = getattr(response, "exception_code", None) == _DEVICE_BUSY
                     raise GripperCommunicationError(
                         f"{what} to {self._endpoint.describe()}: exception response {response}"
+                        + (" (device busy: another Modbus client controls this gripper, e.g. another stack's "
+                           "executor)" if busy else "")
                     )
                 return
             assert last_error is not None

@@ -21,7 +21,6 @@ parameters the data pinned down.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +30,8 @@ from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters
 from parapush.physics.backends import ThreadBackend
 from parapush.physics.fine import FineModel
 from parapush.scene import wrap_angle
+from parapush.settings import check_settings, setting
+from parapush.validation import check_finite_array
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,7 @@ class PushRecord:
         if durations.shape != (steps,):
             raise ValueError(f"durations: expected shape ({steps},), got {durations.shape}")
         for name, array in (("states", states), ("controls", controls), ("durations", durations)):
-            if not np.all(np.isfinite(array)):
-                raise ValueError(f"{name}: must be finite")
+            check_finite_array(name, array)
             array.setflags(write=False)
             object.__setattr__(self, name, array)
         if np.any(durations <= 0.0):
@@ -70,34 +70,36 @@ class PushRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class IdentificationSettings:
-    """The cross-entropy search.
+    """The cross-entropy search (each field's meaning, unit and range: its :func:`setting`).
 
     Attributes:
         fit: the parameters searched (names of ``PARAMETER_NAMES``); the others keep their
             initial values.
-        population: hypotheses evaluated per iteration (one batched fine-model call).
-        elite: the best hypotheses the next distribution is fitted to.
-        iterations: most search iterations.
-        initial_spread: initial standard deviation, as a fraction of each bound's width.
-        minimum_spread: stop when every searched standard deviation is below this fraction
-            of its bound's width.
-        smoothing: weight of the elite statistics in each update (1: replace).
-        angle_weight: m per rad in the pose error (0.05: 1 deg counts as 0.87 mm).
-        sensitivity_step: the fraction of each bound's width by which the result's
-            parameters are moved to measure ``IdentificationResult.sensitivity``.
-        seed: the sampler's seed.
     """
 
     fit: tuple[str, ...] = PARAMETER_NAMES
-    population: int = 32
-    elite: int = 8
-    iterations: int = 12
-    initial_spread: float = 0.3
-    minimum_spread: float = 0.01
-    smoothing: float = 0.8
-    angle_weight: float = 0.05
-    sensitivity_step: float = 0.1
-    seed: int = 0
+    population: int = setting(32, "hypotheses evaluated per iteration (one batched fine-model call)", minimum=2)
+    elite: int = setting(8, "the best hypotheses the next distribution is fitted to (< population)", minimum=1)
+    iterations: int = setting(12, "most search iterations", minimum=1)
+    initial_spread: float = setting(
+        0.3, "initial standard deviation, as a fraction of each bound's width", above=0.0, maximum=10.0
+    )
+    minimum_spread: float = setting(
+        0.01, "stop when every searched standard deviation is below this fraction of its bound's width",
+        minimum=0.0, maximum=1.0,
+    )
+    smoothing: float = setting(
+        0.8, "weight of the elite statistics in each update (1: replace)", above=0.0, maximum=1.0
+    )
+    angle_weight: float = setting(
+        0.05, "weight of the yaw error in the pose error (0.05: 1 deg counts as 0.87 mm)", unit="m/rad",
+        minimum=0.0, maximum=10.0,
+    )
+    sensitivity_step: float = setting(
+        0.1, "fraction of each bound's width by which the result's parameters are moved to measure its sensitivity",
+        minimum=0.0, maximum=1.0,
+    )
+    seed: int = setting(0, "the sampler's seed")
 
     def __post_init__(self) -> None:
         fit = tuple(self.fit)
@@ -105,22 +107,9 @@ class IdentificationSettings:
         if unknown or not fit or len(set(fit)) != len(fit):
             raise ValueError(f"fit: expected distinct names of {PARAMETER_NAMES}, got {self.fit!r}")
         object.__setattr__(self, "fit", fit)
-        for name, minimum in (("population", 2), ("elite", 1), ("iterations", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+        check_settings(self)
         if self.elite >= self.population:
             raise ValueError(f"elite: must be < population ({self.population}), got {self.elite}")
-        for name, low, high in (("initial_spread", 0.0, 10.0), ("minimum_spread", 0.0, 1.0),
-                                ("smoothing", 0.0, 1.0), ("angle_weight", 0.0, 10.0),
-                                ("sensitivity_step", 0.0, 1.0)):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
-                raise ValueError(f"{name}: expected a number in [{low}, {high}], got {value!r}")
-        if self.initial_spread == 0.0 or self.smoothing == 0.0:
-            raise ValueError("initial_spread and smoothing: must be > 0")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(f"seed: expected an integer, got {self.seed!r}")
 
 
 @dataclass(frozen=True)

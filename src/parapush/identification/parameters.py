@@ -10,23 +10,15 @@ friction distribution, summarised by its centroid).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from parapush.scene import Scene
+from parapush.validation import check_non_negative, check_positive, check_real
 
 PARAMETER_NAMES = ("mass", "support_friction", "pusher_friction", "com_x", "com_y")
 """The order of the parameter vector (kg, -, -, m, m)."""
-
-
-def _finite(value: float, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name}: expected a number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name}: must be finite, got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -46,17 +38,13 @@ class ObjectParameters:
     com_offset: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
-        if _finite(self.mass, "mass") <= 0.0:
-            raise ValueError(f"mass: must be > 0 kg, got {self.mass!r}")
+        object.__setattr__(self, "mass", check_positive("mass", self.mass))
         for name in ("support_friction", "pusher_friction"):
-            if _finite(getattr(self, name), name) < 0.0:
-                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
-            object.__setattr__(self, name, float(getattr(self, name)))
-        object.__setattr__(self, "mass", float(self.mass))
+            object.__setattr__(self, name, check_non_negative(name, getattr(self, name)))
         offset = tuple(self.com_offset) if isinstance(self.com_offset, (tuple, list, np.ndarray)) else None
         if offset is None or len(offset) != 2:
             raise ValueError(f"com_offset: expected (x, y) in m, got {self.com_offset!r}")
-        object.__setattr__(self, "com_offset", tuple(_finite(v, f"com_offset[{i}]") for i, v in enumerate(offset)))
+        object.__setattr__(self, "com_offset", tuple(check_real(f"com_offset[{i}]", v) for i, v in enumerate(offset)))
 
     @classmethod
     def from_scene(cls, scene: Scene, object_index: int) -> ObjectParameters:
@@ -105,13 +93,11 @@ class ParameterBounds:
             pair = getattr(self, name)
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise ValueError(f"{name}: expected (low, high), got {pair!r}")
-            low, high = (_finite(v, f"{name}[{i}]") for i, v in enumerate(pair))
+            low, high = (check_real(f"{name}[{i}]", v) for i, v in enumerate(pair))
             if low < minimum or high < low:
                 raise ValueError(f"{name}: expected {minimum} <= low <= high, got {pair!r}")
             object.__setattr__(self, name, (low, high))
-        if _finite(self.com_offset, "com_offset") < 0.0:
-            raise ValueError(f"com_offset: must be >= 0 m, got {self.com_offset!r}")
-        object.__setattr__(self, "com_offset", float(self.com_offset))
+        object.__setattr__(self, "com_offset", check_non_negative("com_offset", self.com_offset))
 
     @property
     def low(self) -> np.ndarray:

@@ -52,6 +52,8 @@ from parapush.physics.backends import BACKEND_NAMES, make_backend
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.scene import Scene, scene_from_dict
+from parapush.settings import check_settings, setting
+from parapush.validation import check_integer
 
 DATASET_FORMAT = "parapush.learning.dataset/1"
 
@@ -83,9 +85,8 @@ class DatasetConfig:
         geometry: the bodies; ``geometry.max_sliders`` is S.
         sampling: the push distribution (its slider_count_weights has S entries).
         fine_settings: the fine model's settings (labels come from this model).
-        backend: fine backend name (``"threads"``, ``"processes"``, ``"serial"``).
-        workers: backend workers; None = the machine's CPU count.
-        batch_size: pushes per backend call (and per progress-bar update), >= 1.
+
+    The backend fields are declared with :func:`setting` (meaning and range there).
     """
 
     samples: int
@@ -93,27 +94,19 @@ class DatasetConfig:
     geometry: TrainedGeometry = field(default_factory=default_geometry)
     sampling: PushSamplingConfig = field(default_factory=PushSamplingConfig)
     fine_settings: FineSettings = field(default_factory=FineSettings)
-    backend: str = "threads"
-    workers: int | None = None
-    batch_size: int = 256
+    backend: str = setting("threads", "fine backend name", choices=BACKEND_NAMES)
+    workers: int | None = setting(None, "backend workers", kind=int, minimum=1, none="one per CPU core", ros_none=0)
+    batch_size: int = setting(256, "pushes per backend call (and per progress-bar update)", minimum=1)
 
     def __post_init__(self) -> None:
-        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
-            raise ValueError(f"samples: expected an integer >= 1, got {self.samples!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
+        check_integer("samples", self.samples, minimum=1)
+        check_integer("seed", self.seed, minimum=0)
         if self.sampling.max_sliders != self.geometry.max_sliders:
             raise ValueError(
                 f"sampling.slider_count_weights: {self.sampling.max_sliders} weights but geometry.max_sliders is "
                 f"{self.geometry.max_sliders}"
             )
-        if self.backend not in BACKEND_NAMES:
-            raise ValueError(f"backend: expected one of {BACKEND_NAMES}, got {self.backend!r}")
-        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
-                                         or self.workers < 1):
-            raise ValueError(f"workers: expected an integer >= 1 or None, got {self.workers!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size: expected an integer >= 1, got {self.batch_size!r}")
+        check_settings(self)
 
 
 @dataclass(frozen=True)

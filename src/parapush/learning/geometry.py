@@ -9,12 +9,12 @@ refuses any other scene with an error naming the offending field.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from parapush.scene import Scene
+from parapush.validation import check_integer, check_non_negative, check_positive
 
 LENGTH_TOLERANCE = 2.0e-4
 """Largest accepted difference of a radius or height from the trained one, m. It admits
@@ -28,18 +28,6 @@ RELATIVE_TOLERANCE = 0.01
 class ModelMismatchError(ValueError):
     """A scene, dataset or checkpoint does not match what a learned model was made for;
     the message names the mismatching field and both values."""
-
-
-def _check_positive(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
-    return float(value)
-
-
-def _check_non_negative(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
-    return float(value)
 
 
 _LENGTH_FIELDS = ("pusher_radius", "slider_radius", "slider_height")
@@ -82,12 +70,11 @@ class TrainedGeometry:
     object_friction: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_sliders, bool) or not isinstance(self.max_sliders, int) or self.max_sliders < 1:
-            raise ValueError(f"max_sliders: expected an integer >= 1, got {self.max_sliders!r}")
+        check_integer("max_sliders", self.max_sliders, minimum=1)
         for name in ("pusher_radius", "pusher_mass", "slider_radius", "slider_height", "slider_mass"):
-            object.__setattr__(self, name, _check_positive(getattr(self, name), name))
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
         for name in ("pusher_friction", "slider_friction", "table_friction", "object_friction"):
-            object.__setattr__(self, name, _check_non_negative(getattr(self, name), name))
+            object.__setattr__(self, name, check_non_negative(name, getattr(self, name)))
 
     @classmethod
     def from_scene(cls, scene: Scene, max_sliders: int | None = None) -> TrainedGeometry:

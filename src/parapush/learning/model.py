@@ -9,10 +9,13 @@ the checkpoint and the exported weights.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+
+from parapush.validation import check_integer
 
 HIDDEN_SIZES = (512, 256, 128, 64)
 """Hidden layer widths of the journal's network."""
@@ -36,13 +39,15 @@ class NetworkConfig:
     hidden_sizes: tuple[int, ...] = HIDDEN_SIZES
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        object.__setattr__(self, "hidden_sizes", self.check_hidden_sizes(self.hidden_sizes))
         for name in ("input_size", "output_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
-        if any(isinstance(width, bool) or not isinstance(width, int) or width < 1 for width in self.hidden_sizes):
-            raise ValueError(f"hidden_sizes: expected integers >= 1, got {self.hidden_sizes!r}")
+            check_integer(name, getattr(self, name), minimum=1)
+
+    @staticmethod
+    def check_hidden_sizes(hidden_sizes: Any) -> tuple[int, ...]:
+        """``hidden_sizes`` as a tuple of layer widths, each an integer >= 1."""
+        return tuple(check_integer(f"hidden_sizes[{index}]", width, minimum=1)
+                     for index, width in enumerate(hidden_sizes))
 
 
 def standardisation(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

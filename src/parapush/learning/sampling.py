@@ -36,20 +36,12 @@ import numpy as np
 
 from parapush.learning.gating import path_contacts
 from parapush.learning.geometry import TrainedGeometry
-
-
-def _check_fraction(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name}: expected a number in [0, 1], got {value!r}")
-
-
-def _check_positive(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+from parapush.settings import check_settings, setting
+from parapush.validation import is_real
 
 
 def _check_weights(weights: tuple[float, ...], name: str) -> None:
-    if len(weights) == 0 or any(not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0 for w in weights):
+    if len(weights) == 0 or any(not is_real(weight) or weight < 0 for weight in weights):
         raise ValueError(f"{name}: expected non-negative finite weights, got {weights!r}")
     if sum(weights) <= 0:
         raise ValueError(f"{name}: the weights must not all be zero, got {weights!r}")
@@ -57,50 +49,39 @@ def _check_weights(weights: tuple[float, ...], name: str) -> None:
 
 @dataclass(frozen=True)
 class PushSamplingConfig:
-    """Distribution of the training pushes (see the module docstring).
+    """Distribution of the training pushes (see the module docstring; each scalar field's
+    meaning, unit and range: its :func:`setting`).
 
     Attributes:
         slider_count_weights: relative probability of 1, 2, ... sliders; its length is the
             maximum slider count.
-        contact_fraction: probability that a push makes contact, in [0, 1].
-        max_speed: largest pusher speed, m/s.
         direction_weights: probabilities of the direction sectors [0, 90], [90, 270] and
             [270, 360] deg relative to the bearing of the nearest slider.
-        nominal_duration: the usual control duration, s.
-        nominal_duration_fraction: probability of ``nominal_duration``, in [0, 1].
         duration_range: (low, high) s of the other durations.
-        duration_quantum: durations are whole multiples of this, s (the fine timestep).
-        first_gap_max: largest surface gap between the pusher and the first slider, m.
-        neighbour_gap_max: largest surface gap between a further slider and its anchor, m.
-        touching_fraction: probability that a gap is drawn from ``touching_gap_range``, in [0, 1].
         touching_gap_range: (low, high) m of touching gaps; low may be slightly negative
             (overlap), above -1 mm.
-        moving_fraction: fraction of initial states with random velocities, in [0, 1].
-        max_initial_speed: largest initial pusher/slider speed of moving states, m/s.
-        max_initial_spin: largest initial slider yaw rate of moving states, rad/s.
-        placement_half_extent: half side of the square the pusher is shifted within, m.
-        max_attempts: placements tried per push before giving up.
     """
 
     slider_count_weights: tuple[float, ...] = (0.25, 0.25, 0.25, 0.25)
-    contact_fraction: float = 0.8
-    max_speed: float = 0.1
+    contact_fraction: float = setting(0.8, "probability that a push makes contact", minimum=0.0, maximum=1.0)
+    max_speed: float = setting(0.1, "largest pusher speed", unit="m/s", above=0.0)
     direction_weights: tuple[float, float, float] = (0.4, 0.2, 0.4)
-    nominal_duration: float = 1.0
-    nominal_duration_fraction: float = 0.5
+    nominal_duration: float = setting(1.0, "the usual control duration", unit="s", above=0.0)
+    nominal_duration_fraction: float = setting(0.5, "probability of nominal_duration", minimum=0.0, maximum=1.0)
     duration_range: tuple[float, float] = (0.5, 2.0)
-    duration_quantum: float = 0.001
-    first_gap_max: float = 0.1
-    neighbour_gap_max: float = 0.08
-    touching_fraction: float = 0.3
+    duration_quantum: float = setting(0.001, "durations are multiples of this (the fine timestep)", unit="s", above=0.0)
+    first_gap_max: float = setting(0.1, "largest gap from the pusher to the first slider", unit="m", above=0.0)
+    neighbour_gap_max: float = setting(0.08, "largest gap from a further slider to its anchor", unit="m", above=0.0)
+    touching_fraction: float = setting(0.3, "probability of a touching gap", minimum=0.0, maximum=1.0)
     touching_gap_range: tuple[float, float] = (-3.0e-4, 2.0e-3)
-    moving_fraction: float = 0.5
-    max_initial_speed: float = 0.1
-    max_initial_spin: float = 2.0
-    placement_half_extent: float = 0.2
-    max_attempts: int = 1000
+    moving_fraction: float = setting(0.5, "fraction of initial states with random velocities", minimum=0.0, maximum=1.0)
+    max_initial_speed: float = setting(0.1, "largest initial speed of moving states", unit="m/s", above=0.0)
+    max_initial_spin: float = setting(2.0, "largest initial slider yaw rate of moving states", unit="rad/s", above=0.0)
+    placement_half_extent: float = setting(0.2, "half side of the square the pusher is placed in", unit="m", above=0.0)
+    max_attempts: int = setting(1000, "placements tried per push before giving up", minimum=1)
 
     def __post_init__(self) -> None:
+        check_settings(self)
         object.__setattr__(self, "slider_count_weights", tuple(self.slider_count_weights))
         object.__setattr__(self, "direction_weights", tuple(self.direction_weights))
         object.__setattr__(self, "duration_range", tuple(self.duration_range))
@@ -110,26 +91,15 @@ class PushSamplingConfig:
         if len(self.direction_weights) != 3:
             raise ValueError(f"direction_weights: expected 3 weights, got {self.direction_weights!r}")
         touching = self.touching_gap_range
-        if len(touching) != 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in touching) or not (
-            -1e-3 < touching[0] <= touching[1]
-        ):
+        if len(touching) != 2 or not all(is_real(v) for v in touching) or not -1e-3 < touching[0] <= touching[1]:
             raise ValueError(f"touching_gap_range: expected (low, high) with -1e-3 < low <= high, got {touching!r}")
-        for name in ("contact_fraction", "nominal_duration_fraction", "moving_fraction", "touching_fraction"):
-            _check_fraction(getattr(self, name), name)
-        for name in ("max_speed", "nominal_duration", "duration_quantum", "first_gap_max", "neighbour_gap_max",
-                     "max_initial_speed", "max_initial_spin", "placement_half_extent"):
-            _check_positive(getattr(self, name), name)
         low_high = self.duration_range
-        if len(low_high) != 2 or not all(isinstance(v, (int, float)) for v in low_high) or not (
-            0 < low_high[0] <= low_high[1] and math.isfinite(low_high[1])
-        ):
+        if len(low_high) != 2 or not all(is_real(v) for v in low_high) or not 0 < low_high[0] <= low_high[1]:
             raise ValueError(f"duration_range: expected (low, high) with 0 < low <= high, got {low_high!r}")
         if not low_high[0] <= self.nominal_duration <= low_high[1]:
             raise ValueError(
                 f"nominal_duration: {self.nominal_duration} s lies outside duration_range {low_high}"
             )
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
-            raise ValueError(f"max_attempts: expected an integer >= 1, got {self.max_attempts!r}")
 
     @property
     def max_sliders(self) -> int:

@@ -39,6 +39,7 @@ from parapush.learning.encoding import EncodingSpec, PusherFrameEncoder
 from parapush.learning.loss import LossTerms, coarse_model_loss
 from parapush.learning.model import HIDDEN_SIZES, CoarseNetwork, NetworkConfig, standardisation
 from parapush.learning.training_data import EncodedDataset, encode_dataset, split_rows
+from parapush.settings import check_settings, setting
 
 METADATA_DATASET_KEYS = (
     "format", "created", "mujoco_version", "fine_settings", "sampling", "seed", "samples", "samples_requested",
@@ -50,50 +51,26 @@ METADATA_DATASET_KEYS = (
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """Hyper-parameters of one training run.
+    """Hyper-parameters of one training run (each field's meaning, unit and range: its :func:`setting`).
 
     Attributes:
-        epochs: largest number of epochs, >= 1.
-        batch_size: pushes per gradient step, >= 1.
-        learning_rate: initial NAdam learning rate, > 0.
-        seed: seeds the split, the shuffling and the initial weights.
-        validation_fraction: share of pushes held out for validation, in (0, 1).
-        patience: stop after this many epochs without a better validation loss, >= 1.
-        penetration_weight: W_F of Eq 5, 1/m^2, >= 0.
-        mirror: add the mirrored training pushes.
-        threads: torch CPU threads, >= 1.
-        hidden_sizes: widths of the hidden layers.
+        hidden_sizes: widths of the hidden layers, each >= 1.
     """
 
-    epochs: int = 100
-    batch_size: int = 1024
-    learning_rate: float = 5e-4
-    seed: int = 0
-    validation_fraction: float = 0.2
-    patience: int = 12
-    penetration_weight: float = 1.0e3
-    mirror: bool = True
-    threads: int = 2
+    epochs: int = setting(100, "largest number of epochs", minimum=1)
+    batch_size: int = setting(1024, "pushes per gradient step", minimum=1)
+    learning_rate: float = setting(5e-4, "initial NAdam learning rate", above=0.0)
+    seed: int = setting(0, "seeds the split, the shuffling and the initial weights", minimum=0)
+    validation_fraction: float = setting(0.2, "share of pushes held out for validation", above=0.0, below=1.0)
+    patience: int = setting(12, "stop after this many epochs without a better validation loss", minimum=1)
+    penetration_weight: float = setting(1.0e3, "W_F of Eq 5", unit="1/m^2", minimum=0.0)
+    mirror: bool = setting(True, "add the mirrored training pushes")
+    threads: int = setting(2, "torch CPU threads", minimum=1)
     hidden_sizes: tuple[int, ...] = HIDDEN_SIZES
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
-        for name in ("epochs", "batch_size", "patience", "threads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
-        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
-                and self.learning_rate > 0):
-            raise ValueError(f"learning_rate: expected a finite number > 0, got {self.learning_rate!r}")
-        if not (isinstance(self.validation_fraction, (int, float)) and 0.0 < self.validation_fraction < 1.0):
-            raise ValueError(f"validation_fraction: expected a number in (0, 1), got {self.validation_fraction!r}")
-        if not (isinstance(self.penetration_weight, (int, float)) and math.isfinite(self.penetration_weight)
-                and self.penetration_weight >= 0):
-            raise ValueError(f"penetration_weight: expected a finite number >= 0, got {self.penetration_weight!r}")
-        if not isinstance(self.mirror, bool):
-            raise ValueError(f"mirror: expected a bool, got {self.mirror!r}")
+        check_settings(self)
+        object.__setattr__(self, "hidden_sizes", NetworkConfig.check_hidden_sizes(self.hidden_sizes))
 
 
 @dataclass(frozen=True)

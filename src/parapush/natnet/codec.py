@@ -14,22 +14,10 @@ import ipaddress
 import struct
 from typing import Union
 
+from parapush.natnet import messages
 from parapush.natnet.errors import NatNetDecodeError
 from parapush.natnet.frame_codec import decode_frame_payload, encode_frame_payload
 from parapush.natnet.frames import MocapFrame
-from parapush.natnet.messages import (
-    CommandRequest,
-    CommandResponse,
-    Connect,
-    Disconnect,
-    KeepAlive,
-    MessageId,
-    MessageString,
-    RequestFrameOfData,
-    RequestModelDefinitions,
-    ServerInfo,
-    UnrecognizedRequest,
-)
 from parapush.natnet.model_codec import decode_model_definitions_payload, encode_model_definitions_payload
 from parapush.natnet.models import ModelDefinitions
 from parapush.natnet.version import NatNetVersion
@@ -45,18 +33,18 @@ __all__ = [
 ]
 
 Message = Union[  # noqa: UP007 (runtime alias, Python 3.10 compatible)
-    Connect,
-    ServerInfo,
-    CommandRequest,
-    CommandResponse,
-    RequestModelDefinitions,
+    messages.Connect,
+    messages.ServerInfo,
+    messages.CommandRequest,
+    messages.CommandResponse,
+    messages.RequestModelDefinitions,
     ModelDefinitions,
-    RequestFrameOfData,
+    messages.RequestFrameOfData,
     MocapFrame,
-    MessageString,
-    Disconnect,
-    KeepAlive,
-    UnrecognizedRequest,
+    messages.MessageString,
+    messages.Disconnect,
+    messages.KeepAlive,
+    messages.UnrecognizedRequest,
 ]
 
 HEADER_BYTES = 4
@@ -70,12 +58,12 @@ _CONNECT_VERSION_OFFSET = 265
 _SERVERINFO_LEGACY_BYTES = _NAME_BYTES + 4 + 4
 _SERVERINFO_BYTES = _SERVERINFO_LEGACY_BYTES + 8 + 2 + 1 + 4
 
-_EMPTY_MESSAGES: dict[type, MessageId] = {
-    RequestModelDefinitions: MessageId.REQUEST_MODELDEF,
-    RequestFrameOfData: MessageId.REQUEST_FRAMEOFDATA,
-    Disconnect: MessageId.DISCONNECT,
-    KeepAlive: MessageId.KEEPALIVE,
-    UnrecognizedRequest: MessageId.UNRECOGNIZED_REQUEST,
+_EMPTY_MESSAGES: dict[type, messages.MessageId] = {
+    messages.RequestModelDefinitions: messages.MessageId.REQUEST_MODELDEF,
+    messages.RequestFrameOfData: messages.MessageId.REQUEST_FRAMEOFDATA,
+    messages.Disconnect: messages.MessageId.DISCONNECT,
+    messages.KeepAlive: messages.MessageId.KEEPALIVE,
+    messages.UnrecognizedRequest: messages.MessageId.UNRECOGNIZED_REQUEST,
 }
 
 
@@ -120,7 +108,7 @@ def decode_message(datagram: bytes, *, version: NatNetVersion | None) -> Message
     raw_id = peek_message_id(datagram)
     declared = _HEADER.unpack_from(datagram)[1]
     try:
-        message_id = MessageId(raw_id)
+        message_id = messages.MessageId(raw_id)
     except ValueError:
         raise NatNetDecodeError(f"unknown NatNet message id {raw_id}") from None
     available = len(datagram) - HEADER_BYTES
@@ -133,33 +121,33 @@ def decode_message(datagram: bytes, *, version: NatNetVersion | None) -> Message
     return _decode_payload(message_id, payload, version)
 
 
-def _encode_payload(message: Message, version: NatNetVersion | None) -> tuple[MessageId, bytes]:
+def _encode_payload(message: Message, version: NatNetVersion | None) -> tuple[messages.MessageId, bytes]:
     if isinstance(message, MocapFrame):
-        return MessageId.FRAMEOFDATA, encode_frame_payload(message, _need_version(version, "FRAMEOFDATA"))
+        return messages.MessageId.FRAMEOFDATA, encode_frame_payload(message, _need_version(version, "FRAMEOFDATA"))
     if isinstance(message, ModelDefinitions):
-        return MessageId.MODELDEF, encode_model_definitions_payload(
+        return messages.MessageId.MODELDEF, encode_model_definitions_payload(
             message, _need_version(version, "MODELDEF")
         )
-    if isinstance(message, Connect):
+    if isinstance(message, messages.Connect):
         payload = bytearray(_CONNECT_PAYLOAD_BYTES)
         payload[0:4] = b"Ping"
         if message.requested_version is not None:
             payload[_CONNECT_VERSION_OFFSET : _CONNECT_VERSION_OFFSET + 4] = (
                 message.requested_version.as_bytes()
             )
-        return MessageId.CONNECT, bytes(payload)
-    if isinstance(message, ServerInfo):
-        return MessageId.SERVERINFO, _encode_server_info(message)
-    if isinstance(message, CommandRequest):
+        return messages.MessageId.CONNECT, bytes(payload)
+    if isinstance(message, messages.ServerInfo):
+        return messages.MessageId.SERVERINFO, _encode_server_info(message)
+    if isinstance(message, messages.CommandRequest):
         writer = PayloadWriter()
         writer.cstring(message.command, "CommandRequest.command")
-        return MessageId.REQUEST, writer.getvalue()
-    if isinstance(message, CommandResponse):
-        return MessageId.RESPONSE, bytes(message.payload)
-    if isinstance(message, MessageString):
+        return messages.MessageId.REQUEST, writer.getvalue()
+    if isinstance(message, messages.CommandResponse):
+        return messages.MessageId.RESPONSE, bytes(message.payload)
+    if isinstance(message, messages.MessageString):
         writer = PayloadWriter()
         writer.cstring(message.text, "MessageString.text")
-        return MessageId.MESSAGESTRING, writer.getvalue()
+        return messages.MessageId.MESSAGESTRING, writer.getvalue()
     message_id = _EMPTY_MESSAGES.get(type(message))
     if message_id is None:
         raise ValueError(f"cannot encode {type(message).__name__} as a NatNet message")
@@ -172,7 +160,7 @@ def _need_version(version: NatNetVersion | None, message: str) -> NatNetVersion:
     return version
 
 
-def _encode_server_info(info: ServerInfo) -> bytes:
+def _encode_server_info(info: messages.ServerInfo) -> bytes:
     writer = PayloadWriter()
     writer.fixed_cstring(info.application_name, _NAME_BYTES, "ServerInfo.application_name")
     writer.raw(bytes(info.application_version))
@@ -185,30 +173,30 @@ def _encode_server_info(info: ServerInfo) -> bytes:
     return writer.getvalue()
 
 
-def _decode_payload(message_id: MessageId, payload: bytes, version: NatNetVersion | None) -> Message:
-    if message_id == MessageId.FRAMEOFDATA:
+def _decode_payload(message_id: messages.MessageId, payload: bytes, version: NatNetVersion | None) -> Message:
+    if message_id == messages.MessageId.FRAMEOFDATA:
         if version is None:
             raise NatNetDecodeError("FRAMEOFDATA: cannot decode before the server's NatNet version is known")
         return decode_frame_payload(payload, version)
-    if message_id == MessageId.MODELDEF:
+    if message_id == messages.MessageId.MODELDEF:
         if version is None:
             raise NatNetDecodeError("MODELDEF: cannot decode before the server's NatNet version is known")
         return decode_model_definitions_payload(payload, version)
-    if message_id == MessageId.SERVERINFO:
+    if message_id == messages.MessageId.SERVERINFO:
         return _decode_server_info(payload)
-    if message_id == MessageId.CONNECT:
+    if message_id == messages.MessageId.CONNECT:
         requested = None
         if len(payload) >= _CONNECT_VERSION_OFFSET + 4:
             raw = payload[_CONNECT_VERSION_OFFSET : _CONNECT_VERSION_OFFSET + 4]
             if any(raw):
                 requested = NatNetVersion(*raw)
-        return Connect(requested_version=requested)
-    if message_id == MessageId.REQUEST:
-        return CommandRequest(command=_decode_terminated_text(payload, "REQUEST"))
-    if message_id == MessageId.RESPONSE:
-        return CommandResponse(payload=payload)
-    if message_id == MessageId.MESSAGESTRING:
-        return MessageString(text=_decode_terminated_text(payload, "MESSAGESTRING"))
+        return messages.Connect(requested_version=requested)
+    if message_id == messages.MessageId.REQUEST:
+        return messages.CommandRequest(command=_decode_terminated_text(payload, "REQUEST"))
+    if message_id == messages.MessageId.RESPONSE:
+        return messages.CommandResponse(payload=payload)
+    if message_id == messages.MessageId.MESSAGESTRING:
+        return messages.MessageString(text=_decode_terminated_text(payload, "MESSAGESTRING"))
     empty_types = {value: key for key, value in _EMPTY_MESSAGES.items()}
     return empty_types[message_id]()
 
@@ -218,7 +206,7 @@ def _decode_terminated_text(payload: bytes, message: str) -> str:
     return reader.cstring("text")
 
 
-def _decode_server_info(payload: bytes) -> ServerInfo:
+def _decode_server_info(payload: bytes) -> messages.ServerInfo:
     reader = PayloadReader(payload, "SERVERINFO")
     if len(payload) != _SERVERINFO_LEGACY_BYTES and len(payload) < _SERVERINFO_BYTES:
         raise reader.error(
@@ -229,7 +217,7 @@ def _decode_server_info(payload: bytes) -> ServerInfo:
     application_version = tuple(reader.raw(4, "application version"))
     natnet_version = NatNetVersion(*reader.raw(4, "NatNet version"))
     if len(payload) == _SERVERINFO_LEGACY_BYTES:
-        return ServerInfo(
+        return messages.ServerInfo(
             application_name=name,
             application_version=application_version,
             natnet_version=natnet_version,
@@ -240,7 +228,7 @@ def _decode_server_info(payload: bytes) -> ServerInfo:
     is_multicast = reader.raw(1, "multicast flag") != b"\x00"
     group = str(ipaddress.IPv4Address(reader.raw(4, "multicast address")))
     # Bytes after the 3.0+ fields are ignored: a newer server may append fields.
-    return ServerInfo(
+    return messages.ServerInfo(
         application_name=name,
         application_version=application_version,
         natnet_version=natnet_version,

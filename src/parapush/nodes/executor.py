@@ -13,6 +13,11 @@ Topics, services
     ``header.frame_id`` must be ``table_frame`` (or empty). A refused sequence (malformed,
     stale, too long, wrong frame, while a stop is latched) is logged with its reason and
     counted, and the pusher is stopped: the plan it was meant to replace is not continued.
+    Only ``allowed_publisher`` (default ``mpc``: this stack's MPC, in this node's namespace) may
+    move the robot: each message's publisher GID is mapped to its node through the ROS graph
+    (refreshed whenever a publisher is matched, :mod:`parapush.execution.control_source`); a
+    message from any other node, an empty one included, is refused, counted
+    (``refused.foreign_publisher``) and otherwise ignored: this stack's plan goes on.
 ``scene_state`` (parareal_pushing/SceneState, subscribed)
     The pusher position, ``valid`` flag and measurement time feed the workspace check and the
     stale-state watchdog. The ROS stamp is converted to this node's monotonic clock with the
@@ -31,6 +36,10 @@ Topics, services
 ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, every ``diagnostics_period``)
     Commands sent, controls received/refused/aborted, limits applied by reason, the latched
     stop and its reason, the pusher estimate's age, the gripper's status and problem.
+``executor_status`` (diagnostic_msgs/DiagnosticStatus, transient local, depth 1)
+    The velocity-commands status of ``/diagnostics`` (``stop_latched``, ``latch_reason``, counters),
+    published at start-up and whenever a stop is latched or cleared: what a planner watches to
+    end its goal with the executor's reason (e.g. ``motion_check: pusher does not follow ...``).
 ``~/stop``, ``~/reset`` (std_srvs/Trigger)
     ``stop`` latches zero velocity (queue dropped, controls refused) until ``reset``.
     ``reset`` is refused while the gripper reports a problem.
@@ -42,6 +51,10 @@ Watchdogs
   motion stops within one command period of the timeout. The control that was running is
   aborted (dropped, not latched): the planner observes the stop and re-plans once the
   state is back.
+* The pusher does not follow: the commanded displacement (published commands) against the
+  estimated one over a sliding window (:mod:`parapush.execution.pusher_following`, ``following.*``);
+  a pusher moving less than ``following.min_fraction`` of it (dropped pusher, arm fault, blocked
+  pusher) **latches a stop** naming both displacements.
 * Controls stop arriving: a control is executed only for its duration, never extrapolated;
   when the queue runs out the stream stops (deceleration ramp, then zero). An independent
   timer (``watchdog_period``, its own callback group) sends zero if this node's own command
@@ -73,16 +86,19 @@ from __future__ import annotations
 import threading
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import TwistStamped
 from parareal_pushing.msg import ControlSequence, SceneState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import InvalidNamespaceException, InvalidTopicNameException
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 
 from parapush.execution.commands import TwistCommand
 from parapush.execution.control_intake import ControlsRefused, check_controls, measurement_time
+from parapush.execution.control_source import ControlPublishers, resolve_node_name
 from parapush.execution.execution_settings import DEFAULT_TABLE_TO_BASE, TABLE_TO_BASE_DESCRIPTION, ExecutionSettings
 from parapush.execution.executor_control import ExecutorControl
 from parapush.execution.executor_diagnostics import gripper_report
@@ -122,7 +138,9 @@ class ExecutorNode(Node):
             raise ParameterError(f"parameter 'table_to_base': {error}") from None
         self.settings = settings = settings_from_parameters(ExecutionSettings, values)
         self.control = ExecutorControl(settings.executor_settings(table_to_base), self._publish,
-                                       ThrottledLog(self.get_logger(), settings.log_throttle_period))
+                                       ThrottledLog(self.get_logger(), settings.log_throttle_period),
+                                       following=settings.following)
+        self.sources = ControlPublishers(resolve_node_name(settings.allowed_publisher, self.get_namespace()))
         self.gripper: GripperMonitor | None = None
         if settings.gripper_enabled:
             try:
@@ -152,7 +170,11 @@ class ExecutorNode(Node):
             f"{limits.stall_margin} m inside, {limits.max_speed} m/s, {limits.max_acceleration} m/s^2, stale after "
             f"{limits.stale_state_timeout} s; gripper: "
             + (self.gripper.snapshot().endpoint + " (tool held)" if self.gripper is not None else "disabled")
+            + f"; controls from {self.sources.allowed or 'any node'}"
         )
+        if not self.sources.allowed:
+            self.get_logger().warning("allowed_publisher is empty: controls from ANY node on this ROS domain move "
+                                      "this robot; set it to this stack's MPC")
 
     @property
     def executor_core(self) -> VelocityExecutor:
@@ -166,8 +188,12 @@ class ExecutorNode(Node):
         except (InvalidTopicNameException, InvalidNamespaceException) as error:
             raise ParameterError(f"parameter 'twist_topic': {error}") from None
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(ControlSequence, "controls", self._on_controls, 10,
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self._status = self.create_publisher(DiagnosticStatus, "executor_status",
+                                             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._publish_status()
+        self._controls = self.create_subscription(
+            ControlSequence, "controls", self._on_controls, 10, callback_group=MutuallyExclusiveCallbackGroup(),
+            event_callbacks=SubscriptionEventCallbacks(matched=lambda _: self._refresh_publishers()))
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup())
         services = MutuallyExclusiveCallbackGroup()
@@ -199,6 +225,11 @@ class ExecutorNode(Node):
     def _latch(self, message: str, *, source: str) -> None:
         if self.control.latch(message, source=source):
             self.get_logger().error(f"stop latched by {source}: {message}; zero velocity until ~/reset")
+            self._publish_status()
+
+    def _publish_status(self) -> None:
+        """The velocity-commands status on ``executor_status`` (latched: the last one reaches late joiners)."""
+        self._status.publish(report_to_status(self.control.report(self.get_name(), self.settings.base_frame)))
 
     def _publish(self, command: TwistCommand) -> None:
         """Publish one command (the control's lock held)."""
@@ -217,8 +248,22 @@ class ExecutorNode(Node):
         self.control.watchdog()
 
     # -- inputs --------------------------------------------------------------------------------
-    def _on_controls(self, message: ControlSequence) -> None:
+    def _refresh_publishers(self) -> None:
+        """Map the publishers of ``controls`` to their nodes (graph API); warn about foreign ones."""
+        topic = self._controls.topic_name
+        for name in self.sources.update((bytes(info.endpoint_gid), info.node_namespace, info.node_name)
+                                        for info in self.get_publishers_info_by_topic(topic)):
+            self.get_logger().warning(f"{name} publishes on {topic}: its controls will be refused "
+                                      f"(allowed_publisher: {self.sources.allowed})")
+
+    def _on_controls(self, message: ControlSequence, info: dict) -> None:
         self.control.counters.count("control_messages")
+        gid = info.get("publisher_gid")
+        try:
+            self.sources.check(bytes(gid["data"]) if gid else None, self._refresh_publishers)
+        except ControlsRefused as refused:
+            self.control.refuse(refused, stop=False)
+            return
         if not message.controls:
             if self.control.stop_requested():
                 self.get_logger().info("empty ControlSequence: stopped")
@@ -248,7 +293,9 @@ class ExecutorNode(Node):
             pusher = message.pusher
             measured = measurement_time(stamp_s=stamp, ros_now_s=self.get_clock().now().nanoseconds * 1e-9,
                                         monotonic_now_s=time.monotonic(), valid=pusher.valid, age_s=pusher.age)
-            self.control.update_state((pusher.x, pusher.y), stamp_s=measured, valid=bool(pusher.valid))
+            problem = self.control.update_state((pusher.x, pusher.y), stamp_s=measured, valid=bool(pusher.valid))
+            if problem is not None:
+                self._latch(problem, source="motion_check")
             return
         self.control.reject_state(key, text)
 
@@ -268,6 +315,7 @@ class ExecutorNode(Node):
             self.get_logger().error(response.message)
         elif response.message.startswith("stop cleared"):
             self.get_logger().warning(response.message)
+            self._publish_status()
         return response
 
     # -- diagnostics ---------------------------------------------------------------------------

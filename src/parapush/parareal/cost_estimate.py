@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from parapush.parareal.schedule import StepCosts
+from parapush.validation import check_non_negative, check_positive
 
 
 @dataclass
@@ -86,11 +87,8 @@ class CostEstimator:
 
     def seed(self, *, fine_rate: float, coarse_step: float) -> None:
         """Set the estimates from known values (e.g. an earlier calibration)."""
-        for name, value in (("fine_rate", fine_rate), ("coarse_step", coarse_step)):
-            if not math.isfinite(value) or value < 0.0:
-                raise ValueError(f"{name}: must be finite and >= 0, got {value!r}")
-        if fine_rate == 0.0:
-            raise ValueError("fine_rate: must be > 0")
+        fine_rate = check_positive("fine_rate", fine_rate)
+        coarse_step = check_non_negative("coarse_step", coarse_step)
         self._fine_rate = _RunningMean(self._fine_rate.smoothing, float(fine_rate), 1)
         self._coarse_step = _RunningMean(self._coarse_step.smoothing, float(coarse_step), 1)
 

@@ -48,22 +48,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from parapush.validation import check_integer, check_non_negative
+
 SCHEDULES = ("parareal", "sample_parallel", "auto")
-
-
-def _check_count(value: int, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name}: must be >= {minimum}, got {value}")
-    return value
-
-
-def _check_time(value: float, name: str) -> float:
-    number = float(value)
-    if not math.isfinite(number) or number < 0.0:
-        raise ValueError(f"{name}: must be finite and >= 0 s, got {value!r}")
-    return number
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,9 +68,9 @@ class ProblemSize:
     workers: int
 
     def __post_init__(self) -> None:
-        _check_count(self.sequences, "sequences", 1)
-        _check_count(self.slices, "slices", 1)
-        _check_count(self.workers, "workers", 1)
+        check_integer("sequences", self.sequences, minimum=1)
+        check_integer("slices", self.slices, minimum=1)
+        check_integer("workers", self.workers, minimum=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,8 +87,8 @@ class StepCosts:
     fine_control: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "coarse_step", _check_time(self.coarse_step, "coarse_step"))
-        object.__setattr__(self, "fine_control", _check_time(self.fine_control, "fine_control"))
+        object.__setattr__(self, "coarse_step", check_non_negative("coarse_step", self.coarse_step))
+        object.__setattr__(self, "fine_control", check_non_negative("fine_control", self.fine_control))
         if self.fine_control == 0.0:
             raise ValueError("fine_control: must be > 0 s")
 
@@ -119,15 +106,15 @@ def paper_speedup(slices: int, iterations: int, cost_ratio: float) -> float:
         iterations: K >= 0 (K = 0 gives c_f / c_c, the coarse model's speedup).
         cost_ratio: c_c / c_f >= 0.
     """
-    _check_count(slices, "slices", 1)
-    _check_count(iterations, "iterations", 0)
-    ratio = _check_time(cost_ratio, "cost_ratio")
+    check_integer("slices", slices, minimum=1)
+    check_integer("iterations", iterations, minimum=0)
+    ratio = check_non_negative("cost_ratio", cost_ratio)
     denominator = (1 + iterations) * ratio + iterations / slices
     return math.inf if denominator == 0.0 else 1.0 / denominator
 
 
 def _check_iterations(size: ProblemSize, iterations: int) -> int:
-    _check_count(iterations, "iterations", 0)
+    check_integer("iterations", iterations, minimum=0)
     if iterations > size.slices:
         raise ValueError(f"iterations: K = {iterations} exceeds the number of slices N = {size.slices}")
     return iterations
@@ -167,7 +154,7 @@ def parareal_iteration_time(
     ceil(B_a (N - k) / P) c_f + (N - k - 1) c_c with k = ``completed`` and B_a the
     sequences still iterating (default B).
     """
-    _check_count(completed, "completed", 0)
+    check_integer("completed", completed, minimum=0)
     if completed >= size.slices:
         return 0.0
     active = size.sequences if active_sequences is None else active_sequences

@@ -46,6 +46,7 @@ from parapush.physics.planar_geometry import (
 from parapush.physics.projection import FeasibilityProjector
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene, StateLayout
+from parapush.validation import check_non_negative, check_positive
 
 
 class AnalyticalCoarseModel:
@@ -69,10 +70,9 @@ class AnalyticalCoarseModel:
     ) -> None:
         if not isinstance(scene, Scene):
             raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
-        if not (isinstance(rotation_gain, (int, float)) and math.isfinite(rotation_gain) and rotation_gain >= 0):
-            raise ValueError(f"rotation_gain: expected a finite value >= 0, got {rotation_gain!r}")
-        if not (isinstance(angular_speed_limit, (int, float)) and angular_speed_limit > 0):
-            raise ValueError(f"angular_speed_limit: expected a value > 0 rad/s, got {angular_speed_limit!r}")
+        check_non_negative("rotation_gain", rotation_gain)
+        if angular_speed_limit != math.inf:  # inf: no limit
+            check_positive("angular_speed_limit", angular_speed_limit)
         self.scene = scene
         self.layout: StateLayout = scene.layout
         self.rotation_gain = float(rotation_gain)

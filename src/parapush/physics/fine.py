@@ -12,7 +12,6 @@ start, which depends on the history. Every segment starts with a zero warm start
 
 from __future__ import annotations
 
-import math
 import threading
 
 import mujoco
@@ -23,6 +22,7 @@ from parapush.physics.mjcf import object_body_name, scene_to_mjcf
 from parapush.physics.propagator import check_batch
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import Scene, StateLayout
+from parapush.validation import check_positive
 
 PHYSICS_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 """The MuJoCo state specification used for (M, S) physics states."""
@@ -103,8 +103,7 @@ class FineModel:
         Raises ValueError naming ``duration`` if it is not positive or not a whole number of
         timesteps (to 1e-6 of a step).
         """
-        if not (math.isfinite(float(duration)) and duration > 0.0):
-            raise ValueError(f"duration: expected a finite value > 0 s, got {duration!r}")
+        duration = check_positive("duration", duration)
         steps = duration / self.settings.timestep
         whole = round(steps)
         if whole < 1 or abs(steps - whole) > 1e-6:

@@ -1,4 +1,5 @@
-"""Planar contact geometry of discs and rectangles, vectorised over a batch.
+"""Planar geometry of discs and rectangles, vectorised over a batch: contact (penetration,
+swept entry) for the physics, clearances to the scene's static obstacles for the planner.
 
 Shapes live in the table plane. A disc is (centre (..., 2), radius); a rectangle is
 (centre (..., 2), yaw (...,), half extents (2,)) with half extents along its own x and y.
@@ -9,11 +10,21 @@ shapes overlap (> 0 when penetrating; <= 0 is the negated separation for disc/di
 disc/rectangle, and a non-positive number for rectangle/rectangle) and ``normal``
 (..., 2) is the unit direction in which the *second* shape must move to separate
 (translating it by ``depth * normal`` makes the shapes touch).
+
+Clearances (costs and termination checks) are the gap between two surfaces, <= 0 when
+they touch or overlap (overlapping rectangles report 0): the *swept* clearance of a disc
+moving along a straight segment (one control), :func:`segment_obstacle_clearance`, and
+the clearance of one body at one pose, :func:`object_obstacle_clearance`,
+:func:`disc_obstacle_clearance`. Obstacles are :class:`parapush.scene.Obstacle` s.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from parapush.scene import ObjectSpec, Obstacle
 
 NO_HIT = np.inf
 """Segment parameter returned when a path does not enter a shape."""
@@ -203,3 +214,107 @@ def _segment_box_entry(starts: np.ndarray, moves: np.ndarray, half_extents: np.n
     leave = np.min(far, axis=-1)
     hit = (enter <= leave) & (enter > 0.0) & (enter <= 1.0)
     return np.where(hit, enter, NO_HIT)
+
+
+# -- clearances to obstacles ------------------------------------------------------------
+def segment_point_distance(starts: np.ndarray, ends: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Distance from ``point`` (2,) to the segments ``starts`` -> ``ends`` (..., 2), m -> (...,)."""
+    starts = np.asarray(starts, dtype=float)
+    ends = np.asarray(ends, dtype=float)
+    point = np.asarray(point, dtype=float)
+    direction = ends - starts
+    length_squared = np.einsum("...i,...i->...", direction, direction)
+    safe = np.where(length_squared > 0.0, length_squared, 1.0)
+    fraction = np.einsum("...i,...i->...", point - starts, direction) / safe
+    fraction = np.where(length_squared > 0.0, np.clip(fraction, 0.0, 1.0), 0.0)
+    closest = starts + fraction[..., None] * direction
+    return np.linalg.norm(closest - point, axis=-1)
+
+
+def segment_box_distance(
+    starts: np.ndarray, ends: np.ndarray, half_extents: tuple[float, float], pose: tuple[float, float, float]
+) -> np.ndarray:
+    """Distance between segments (..., 2) and an oriented rectangle, m -> (...,); 0 if they cross.
+
+    Args:
+        starts, ends: segment end points (..., 2), m, table frame.
+        half_extents: rectangle half sizes (x, y) in its own frame, m.
+        pose: rectangle (x, y, yaw), m and rad.
+    """
+    centre = np.asarray(pose[:2], dtype=float)
+    half = np.asarray(half_extents, dtype=float)
+    local_starts = rotate(np.asarray(starts, dtype=float) - centre, -pose[2])
+    local_ends = rotate(np.asarray(ends, dtype=float) - centre, -pose[2])
+    # Disjoint convex sets: the closest pair involves a segment end point or a box corner.
+    distance = np.minimum(
+        np.linalg.norm(local_starts - np.clip(local_starts, -half, half), axis=-1),
+        np.linalg.norm(local_ends - np.clip(local_ends, -half, half), axis=-1),
+    )
+    for sign_x, sign_y in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+        corner = np.array([sign_x * half[0], sign_y * half[1]])
+        distance = np.minimum(distance, segment_point_distance(local_starts, local_ends, corner))
+    starts_inside = np.all(np.abs(local_starts) <= half, axis=-1)
+    crossing = _segment_box_entry(local_starts, local_ends - local_starts, half) < NO_HIT
+    return np.where(starts_inside | crossing, 0.0, distance)
+
+
+def segment_obstacle_clearance(
+    starts: np.ndarray, ends: np.ndarray, radius: float, obstacle: Obstacle
+) -> np.ndarray:
+    """Smallest gap between a disc of ``radius`` (m) swept along segments and ``obstacle``.
+
+    Args:
+        starts, ends: (..., 2) disc centre at the start and end of each segment, m.
+        radius: disc radius, m.
+        obstacle: a cylinder or box obstacle.
+    Returns:
+        (...,) clearance, m; negative when the disc penetrates a cylinder obstacle, and
+        ``-radius`` when its centre path crosses a box obstacle.
+    """
+    if obstacle.shape == "cylinder":
+        centre = np.asarray(obstacle.pose[:2], dtype=float)
+        return segment_point_distance(starts, ends, centre) - obstacle.radius - radius
+    return segment_box_distance(starts, ends, obstacle.half_extents, obstacle.pose) - radius
+
+
+def disc_obstacle_clearance(centre: np.ndarray, radius: float, obstacle: Obstacle) -> float:
+    """Gap between a disc at ``centre`` (2,) m with ``radius`` m and ``obstacle``, m."""
+    centre = np.asarray(centre, dtype=float)
+    return float(segment_obstacle_clearance(centre, centre, radius, obstacle))
+
+
+def _rectangle_corners(half_extents: tuple[float, float], pose: tuple[float, float, float]) -> np.ndarray:
+    """(4, 2) corners of an oriented rectangle, in order around it, table frame."""
+    half_x, half_y = half_extents
+    local = np.array([[half_x, half_y], [-half_x, half_y], [-half_x, -half_y], [half_x, -half_y]])
+    return rotate(local, pose[2]) + np.asarray(pose[:2], dtype=float)
+
+
+def object_obstacle_clearance(spec: ObjectSpec, pose: np.ndarray, obstacle: Obstacle) -> float:
+    """Gap between a movable object at ``pose`` (x, y, yaw) and ``obstacle``, m (<= 0: contact).
+
+    Exact for every pair of shapes (cylinder/box object, cylinder/box obstacle);
+    overlapping boxes report 0.
+    """
+    pose = np.asarray(pose, dtype=float)
+    if spec.shape == "cylinder":
+        return disc_obstacle_clearance(pose[:2], spec.radius, obstacle)
+    if obstacle.shape == "cylinder":
+        # Disc obstacle against the box object: swap roles.
+        centre = np.asarray(obstacle.pose[:2], dtype=float)
+        distance = segment_box_distance(centre, centre, spec.half_extents, tuple(pose))
+        return float(distance) - obstacle.radius
+    overlap, _ = rectangle_rectangle_penetration(
+        pose[:2], pose[2], spec.half_extents, np.asarray(obstacle.pose[:2]), obstacle.pose[2], obstacle.half_extents
+    )
+    if overlap >= 0.0:
+        return 0.0
+    corners_object = _rectangle_corners(spec.half_extents, tuple(pose))
+    corners_obstacle = _rectangle_corners(obstacle.half_extents, obstacle.pose)
+    distance = math.inf
+    for corners, other in ((corners_object, corners_obstacle), (corners_obstacle, corners_object)):
+        starts = other
+        ends = np.roll(other, -1, axis=0)
+        for corner in corners:
+            distance = min(distance, float(segment_point_distance(starts, ends, corner).min()))
+    return distance

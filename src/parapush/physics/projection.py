@@ -35,6 +35,7 @@ from parapush.physics.planar_geometry import (
     rectangle_rectangle_penetration,
 )
 from parapush.scene import Scene, StateLayout
+from parapush.validation import check_integer, check_real
 
 _Shape = tuple[str, float, np.ndarray]
 """A body's planar shape: (kind "disc" or "rectangle", radius m, half extents (2,) m)."""
@@ -81,10 +82,8 @@ class FeasibilityProjector:
     def __init__(self, scene: Scene, *, passes: int = 8, clearance: float = 1e-7) -> None:
         if not isinstance(scene, Scene):
             raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
-        if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-            raise ValueError(f"passes: expected an integer >= 1, got {passes!r}")
-        if not (isinstance(clearance, (int, float)) and 0.0 <= clearance < 1e-3):
-            raise ValueError(f"clearance: expected a value in [0, 1e-3) m, got {clearance!r}")
+        passes = check_integer("passes", passes, minimum=1)
+        clearance = check_real("clearance", clearance, minimum=0.0, below=1e-3)
         self.scene = scene
         self.layout: StateLayout = scene.layout
         self.passes = passes

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from parapush.planning.planar_geometry import segment_point_distance
+from parapush.physics.planar_geometry import segment_point_distance
 from parapush.scene import ObjectSpec, Scene
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parapush.planning.planar_geometry import disc_obstacle_clearance, object_obstacle_clearance
+from parapush.physics.planar_geometry import disc_obstacle_clearance, object_obstacle_clearance
 from parapush.scene import Scene
 
 

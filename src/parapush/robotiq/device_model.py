@@ -49,57 +49,39 @@ from parapush.robotiq.registers import (
     ObjectStatus,
     fault_severity,
 )
+from parapush.settings import check_settings, setting
+from parapush.validation import check_integer, check_real
 
 _COUNT_MAX = 255
 
 
-def _non_negative(name: str, value: float) -> None:
-    if (
-        not isinstance(value, (int, float))
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
-
-
 @dataclass(frozen=True)
 class DeviceModelSettings:
-    """Behavioural parameters of the emulated gripper.
+    """Behavioural parameters of the emulated gripper (each field's meaning, unit and range: its
+    :func:`setting`).
 
     Attributes:
         geometry: count <-> SI conversions (stroke, speed and force ranges).
-        activation_duration_s: time spent in gSTA = 1 after a rising edge on rACT, s.
-        command_latency_s: delay between a command write and its effect, s.
-        object_width_m: width of the object between the fingers (e.g. the pusher tool's
-            diameter), m; None: nothing between the fingers.
-        squeeze_counts: how far past the contact point the pads press at full force, counts.
-        moving_current_a: motor current while the fingers move, A.
-        holding_current_min_a, holding_current_max_a: current while gripping at rFR = 0 and
-            255, A.
     """
 
     geometry: FingerGeometry = field(default_factory=FingerGeometry)
-    activation_duration_s: float = 1.0
-    command_latency_s: float = 0.008
-    object_width_m: float | None = None
-    squeeze_counts: float = 2.0
-    moving_current_a: float = 0.25
-    holding_current_min_a: float = 0.10
-    holding_current_max_a: float = 0.60
+    activation_duration_s: float = setting(1.0, "time spent in gSTA = 1 after a rising edge on rACT", unit="s",
+                                           minimum=0.0)
+    command_latency_s: float = setting(0.008, "delay between a command write and its effect", unit="s", minimum=0.0)
+    object_width_m: float | None = setting(
+        None, "width of the object between the fingers (e.g. the pusher tool's diameter)", kind=float, unit="m",
+        minimum=0.0, none="nothing between the fingers", ros_none=-1.0,
+    )
+    squeeze_counts: float = setting(2.0, "how far past the contact point the pads press at full force",
+                                    unit="counts", minimum=0.0)
+    moving_current_a: float = setting(0.25, "motor current while the fingers move", unit="A", minimum=0.0)
+    holding_current_min_a: float = setting(0.10, "current while gripping at rFR = 0", unit="A", minimum=0.0)
+    holding_current_max_a: float = setting(0.60, "current while gripping at rFR = 255", unit="A", minimum=0.0)
 
     def __post_init__(self) -> None:
         if not isinstance(self.geometry, FingerGeometry):
             raise ValueError(f"geometry: expected a FingerGeometry, got {self.geometry!r}")
-        for name in (
-            "activation_duration_s",
-            "command_latency_s",
-            "squeeze_counts",
-            "moving_current_a",
-            "holding_current_min_a",
-            "holding_current_max_a",
-        ):
-            _non_negative(name, getattr(self, name))
+        check_settings(self)
         if self.holding_current_max_a < self.holding_current_min_a:
             raise ValueError(
                 f"holding_current_max_a: expected >= holding_current_min_a, got {self.holding_current_max_a}"
@@ -107,13 +89,10 @@ class DeviceModelSettings:
         for name in ("moving_current_a", "holding_current_max_a"):
             if getattr(self, name) > _COUNT_MAX * CURRENT_A_PER_COUNT:
                 raise ValueError(f"{name}: expected <= {_COUNT_MAX * CURRENT_A_PER_COUNT} A (gCU range)")
-        if self.object_width_m is not None:
-            _non_negative("object_width_m", self.object_width_m)
-            if self.object_width_m > self.geometry.stroke_m:
-                raise ValueError(
-                    f"object_width_m: expected <= the stroke ({self.geometry.stroke_m} m), "
-                    f"got {self.object_width_m}"
-                )
+        if self.object_width_m is not None and self.object_width_m > self.geometry.stroke_m:
+            raise ValueError(
+                f"object_width_m: expected <= the stroke ({self.geometry.stroke_m} m), got {self.object_width_m}"
+            )
 
 
 @dataclass
@@ -173,8 +152,7 @@ class GripperDeviceModel:
 
     def set_controller_fault(self, code: int, *, now_s: float) -> None:
         """Report kFLT = ``code`` (0-15)."""
-        if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 0x0F:
-            raise ValueError(f"code: expected an integer in [0, 15], got {code!r}")
+        code = check_integer("code", code, minimum=0, maximum=0x0F)
         self.advance(now_s)
         self._controller_fault = code
 
@@ -185,11 +163,7 @@ class GripperDeviceModel:
         real gripper then reports gOBJ = 3: object lost).
         """
         if width_m is not None:
-            _non_negative("width_m", width_m)
-            if width_m > self._geometry.stroke_m:
-                raise ValueError(
-                    f"width_m: expected <= the stroke ({self._geometry.stroke_m} m), got {width_m}"
-                )
+            check_real("width_m", width_m, minimum=0.0, maximum=self._geometry.stroke_m)
         self.advance(now_s)
         self._object_width_m = width_m
         holding_or_moving = self._object_status is not ObjectStatus.MOVING or self._motion is not None

@@ -12,55 +12,33 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from parapush.settings import check_settings, setting
+
 _COUNT_MAX = 255
-
-
-def _positive(name: str, value: float) -> None:
-    if (
-        not isinstance(value, (int, float))
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
 
 
 @dataclass(frozen=True)
 class FingerGeometry:
-    """Calibration of the counts of one 2F-85.
+    """Calibration of the counts of one 2F-85 (each field's meaning, unit and range: its :func:`setting`)."""
 
-    Attributes:
-        stroke_m: distance between the pads when fully open, m.
-        open_count: position count when fully open.
-        closed_count: position count at the mechanical closed limit (0 m opening).
-        min_speed_m_s, max_speed_m_s: finger closing speed at rSP = 0 and 255, m/s.
-        min_force_n, max_force_n: grip force at rFR = 0 and 255, N.
-    """
-
-    stroke_m: float = 0.085
-    open_count: int = 0
-    closed_count: int = 230
-    min_speed_m_s: float = 0.020
-    max_speed_m_s: float = 0.150
-    min_force_n: float = 20.0
-    max_force_n: float = 235.0
+    stroke_m: float = setting(0.085, "distance between the pads when fully open", unit="m", above=0.0)
+    open_count: int = setting(0, "position count when fully open", minimum=0, maximum=_COUNT_MAX)
+    closed_count: int = setting(
+        230, "position count at the mechanical closed limit (0 m opening)", minimum=0, maximum=_COUNT_MAX
+    )
+    min_speed_m_s: float = setting(0.020, "finger closing speed at rSP = 0", unit="m/s", above=0.0)
+    max_speed_m_s: float = setting(0.150, "finger closing speed at rSP = 255", unit="m/s", above=0.0)
+    min_force_n: float = setting(20.0, "grip force at rFR = 0", unit="N", above=0.0)
+    max_force_n: float = setting(235.0, "grip force at rFR = 255", unit="N", above=0.0)
 
     def __post_init__(self) -> None:
-        _positive("stroke_m", self.stroke_m)
-        for name in ("open_count", "closed_count"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _COUNT_MAX:
-                raise ValueError(f"{name}: expected an integer in [0, {_COUNT_MAX}], got {value!r}")
+        check_settings(self)
         if self.closed_count <= self.open_count:
             raise ValueError(
                 f"closed_count: expected > open_count ({self.open_count}), got {self.closed_count}"
             )
-        _positive("min_speed_m_s", self.min_speed_m_s)
-        _positive("max_speed_m_s", self.max_speed_m_s)
         if self.max_speed_m_s < self.min_speed_m_s:
             raise ValueError(f"max_speed_m_s: expected >= min_speed_m_s, got {self.max_speed_m_s}")
-        _positive("min_force_n", self.min_force_n)
-        _positive("max_force_n", self.max_force_n)
         if self.max_force_n < self.min_force_n:
             raise ValueError(f"max_force_n: expected >= min_force_n, got {self.max_force_n}")
 

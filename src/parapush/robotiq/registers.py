@@ -25,6 +25,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from parapush.validation import check_integer
+
 COMMAND_ADDRESS = 1000
 """First command (output) register."""
 STATUS_ADDRESS = 2000
@@ -156,8 +158,10 @@ def describe_fault(code: int) -> str:
 
 
 def _check_range(name: str, value: int, maximum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
-        raise RegisterError(f"{name}: expected an integer in [0, {maximum}], got {value!r}")
+    try:
+        check_integer(name, value, minimum=0, maximum=maximum)
+    except ValueError as error:
+        raise RegisterError(str(error)) from None
 
 
 def _check_registers(name: str, registers: Sequence[int]) -> tuple[int, ...]:

@@ -9,12 +9,13 @@ them from YAML and every error names the offending field (``objects[1].mass``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parapush.scene.state import StateLayout
+from parapush.validation import check_non_negative, check_positive, check_real
 from parapush.yaml_file import read_yaml
 
 SHAPES = ("cylinder", "box")
@@ -24,28 +25,18 @@ class SceneError(ValueError):
     """A scene description is invalid; the message names the offending field."""
 
 
-def _finite(value: Any, name: str) -> float:
+def _checked(check: Callable[[str, Any], float], name: str, value: Any) -> float:
+    """``check(name, value)`` (a :mod:`parapush.validation` check), its error raised as SceneError."""
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise SceneError(f"{name}: expected a number, got {value!r}") from None
-    if not math.isfinite(number):
-        raise SceneError(f"{name}: must be finite, got {value!r}")
-    return number
+        return check(name, value)
+    except ValueError as error:
+        raise SceneError(str(error)) from None
 
 
-def _positive(value: Any, name: str) -> float:
-    number = _finite(value, name)
-    if number <= 0.0:
-        raise SceneError(f"{name}: must be > 0, got {number!r}")
-    return number
-
-
-def _non_negative(value: Any, name: str) -> float:
-    number = _finite(value, name)
-    if number < 0.0:
-        raise SceneError(f"{name}: must be >= 0, got {number!r}")
-    return number
+def _check_fields(body: Any, where: str, check: Callable[[str, Any], float], *names: str) -> None:
+    """Check and convert the fields ``names`` of the frozen ``body`` in place, naming them ``<where>.<name>``."""
+    for name in names:
+        object.__setattr__(body, name, _checked(check, f"{where}.{name}" if where else name, getattr(body, name)))
 
 
 def _vector(value: Any, length: int, name: str) -> tuple[float, ...]:
@@ -53,7 +44,7 @@ def _vector(value: Any, length: int, name: str) -> tuple[float, ...]:
         raise SceneError(f"{name}: expected a list of {length} numbers, got {value!r}")
     if len(value) != length:
         raise SceneError(f"{name}: expected {length} numbers, got {len(value)}")
-    return tuple(_finite(item, f"{name}[{index}]") for index, item in enumerate(value))
+    return tuple(_checked(check_real, f"{name}[{index}]", item) for index, item in enumerate(value))
 
 
 @dataclass(frozen=True)
@@ -72,9 +63,8 @@ class Table:
     friction: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "length", _positive(self.length, "table.length"))
-        object.__setattr__(self, "width", _positive(self.width, "table.width"))
-        object.__setattr__(self, "friction", _non_negative(self.friction, "table.friction"))
+        _check_fields(self, "table", check_positive, "length", "width")
+        _check_fields(self, "table", check_non_negative, "friction")
 
     @property
     def half_extents(self) -> tuple[float, float]:
@@ -108,12 +98,9 @@ class Pusher:
     max_speed: float = 0.1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "radius", _positive(self.radius, "pusher.radius"))
-        object.__setattr__(self, "height", _positive(self.height, "pusher.height"))
-        object.__setattr__(self, "mass", _positive(self.mass, "pusher.mass"))
-        object.__setattr__(self, "friction", _non_negative(self.friction, "pusher.friction"))
+        _check_fields(self, "pusher", check_positive, "radius", "height", "mass", "max_speed")
+        _check_fields(self, "pusher", check_non_negative, "friction")
         object.__setattr__(self, "position", _vector(self.position, 2, "pusher.position"))
-        object.__setattr__(self, "max_speed", _positive(self.max_speed, "pusher.max_speed"))
 
 
 @dataclass(frozen=True)
@@ -145,9 +132,8 @@ class ObjectSpec:
             raise SceneError(f"object.name: expected a non-empty string, got {self.name!r}")
         where = f"objects[{self.name}]"
         _check_shape(self, where)
-        object.__setattr__(self, "height", _positive(self.height, f"{where}.height"))
-        object.__setattr__(self, "mass", _positive(self.mass, f"{where}.mass"))
-        object.__setattr__(self, "friction", _non_negative(self.friction, f"{where}.friction"))
+        _check_fields(self, where, check_positive, "height", "mass")
+        _check_fields(self, where, check_non_negative, "friction")
         object.__setattr__(self, "pose", _vector(self.pose, 3, f"{where}.pose"))
 
     @property
@@ -162,10 +148,10 @@ def _check_shape(body: ObjectSpec | Obstacle, where: str) -> None:
     """Validate and normalise ``shape``, ``radius`` and ``half_extents`` of a frozen body in place."""
     if body.shape not in SHAPES:
         raise SceneError(f"{where}.shape: expected one of {SHAPES}, got {body.shape!r}")
-    object.__setattr__(body, "radius", _positive(body.radius, f"{where}.radius"))
+    _check_fields(body, where, check_positive, "radius")
     extents = _vector(body.half_extents, 2, f"{where}.half_extents")
     for index, value in enumerate(extents):
-        _positive(value, f"{where}.half_extents[{index}]")
+        _checked(check_positive, f"{where}.half_extents[{index}]", value)
     object.__setattr__(body, "half_extents", extents)
 
 
@@ -209,7 +195,7 @@ class GoalRegion:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "center", _vector(self.center, 2, "goal.center"))
-        object.__setattr__(self, "radius", _positive(self.radius, "goal.radius"))
+        _check_fields(self, "goal", check_positive, "radius")
 
     def contains(self, x: float, y: float) -> bool:
         return math.hypot(x - self.center[0], y - self.center[1]) <= self.radius
@@ -254,9 +240,7 @@ class Scene:
             raise SceneError(
                 f"target: {self.target!r} is not an object of the scene {list(self.object_names)}"
             )
-        object.__setattr__(
-            self, "object_friction", _non_negative(self.object_friction, "object_friction")
-        )
+        _check_fields(self, "", check_non_negative, "object_friction")
 
     @property
     def object_names(self) -> tuple[str, ...]:

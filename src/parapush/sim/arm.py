@@ -35,105 +35,69 @@ from __future__ import annotations
 import enum
 import math
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from parapush.estimation.rotations import rpy_to_matrix
 from parapush.execution.commands import TwistCommand
+from parapush.settings import check_settings, setting
+from parapush.validation import check_real
 
-__all__ = ["ArmFault", "ArmSettings", "ArmSettingsError", "ArmStatus", "CommandOutcome", "SimArm"]
-
-
-class ArmSettingsError(ValueError):
-    """Arm settings are invalid; the message names the field."""
-
-
-def _finite(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ArmSettingsError(f"{name}: expected a finite number, got {value!r}")
-    return float(value)
-
-
-def _positive(value: Any, name: str) -> float:
-    number = _finite(value, name)
-    if number <= 0.0:
-        raise ArmSettingsError(f"{name}: expected a number > 0, got {value!r}")
-    return number
+__all__ = ["ArmFault", "ArmSettings", "ArmStatus", "CommandOutcome", "SimArm"]
 
 
 def _triple(value: Any, name: str) -> tuple[float, float, float]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) or len(value) != 3:
-        raise ArmSettingsError(f"{name}: expected 3 numbers, got {value!r}")
-    return tuple(_finite(item, f"{name}[{index}]") for index, item in enumerate(value))
-
-
-def _name(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ArmSettingsError(f"{name}: expected a non-empty frame name, got {value!r}")
-    return value
+        raise ValueError(f"{name}: expected 3 numbers, got {value!r}")
+    return tuple(check_real(f"{name}[{index}]", item) for index, item in enumerate(value))
 
 
 @dataclass(frozen=True)
 class ArmSettings:
-    """Frames and limits of the simulated arm (see the module docstring).
+    """Frames and limits of the simulated arm (see the module docstring; each field's meaning,
+    unit and range: its :func:`setting`).
 
     Attributes:
-        base_frame: the arm's base frame name (MoveIt's planning frame).
-        table_frame: the table frame name.
         table_position_in_base: (3,) origin of the table frame in the base frame, m.
         table_rpy_in_base: (3,) orientation of the table frame in the base frame, fixed-axis
             roll, pitch, yaw, rad (``R = Rz(yaw) Ry(pitch) Rx(roll)``, ROS ``setRPY``).
-        max_speed: largest planar end-effector speed, m/s.
-        max_acceleration: largest change of the planar velocity, m/s^2 (also the halt deceleration).
-        command_timeout: the arm halts when no command arrived for this long, s (world time).
-        out_of_plane_tolerance: a vertical speed (m/s) or angular speed (rad/s) above this
-            counts the command as having out-of-plane parts (discarded either way).
     """
 
-    base_frame: str = "base_link"
-    table_frame: str = "table"
+    base_frame: str = setting("base_link", "the arm's base frame name (MoveIt's planning frame)")
+    table_frame: str = setting("table", "the table frame name")
     table_position_in_base: tuple[float, float, float] = (0.5, 0.0, 0.0)
     table_rpy_in_base: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    max_speed: float = 0.1
-    max_acceleration: float = 1.0
-    command_timeout: float = 0.1
-    out_of_plane_tolerance: float = 1e-6
+    max_speed: float = setting(0.1, "largest planar end-effector speed", unit="m/s", above=0.0)
+    max_acceleration: float = setting(
+        1.0, "largest change of the planar velocity (also the halt deceleration)", unit="m/s^2", above=0.0
+    )
+    command_timeout: float = setting(
+        0.1, "the arm halts when no command arrived for this long (world time)", unit="s", above=0.0
+    )
+    out_of_plane_tolerance: float = setting(
+        1e-6, "a vertical speed (m/s) or angular speed (rad/s) above this counts the command as out of plane",
+        above=0.0,
+    )
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "base_frame", _name(self.base_frame, "base_frame"))
-        object.__setattr__(self, "table_frame", _name(self.table_frame, "table_frame"))
+        check_settings(self)
+        for name in ("base_frame", "table_frame"):
+            if not getattr(self, name).strip():
+                raise ValueError(f"{name}: expected a non-empty frame name, got {getattr(self, name)!r}")
         if self.base_frame == self.table_frame:
-            raise ArmSettingsError(f"table_frame: must differ from base_frame {self.base_frame!r}")
+            raise ValueError(f"table_frame: must differ from base_frame {self.base_frame!r}")
         object.__setattr__(
             self, "table_position_in_base", _triple(self.table_position_in_base, "table_position_in_base")
         )
         object.__setattr__(self, "table_rpy_in_base", _triple(self.table_rpy_in_base, "table_rpy_in_base"))
-        for name in ("max_speed", "max_acceleration", "command_timeout", "out_of_plane_tolerance"):
-            object.__setattr__(self, name, _positive(getattr(self, name), name))
 
     @property
     def table_rotation_in_base(self) -> np.ndarray:
         """(3, 3) rotation matrix: base-frame coordinates of the table axes (v_base = R v_table)."""
         return rpy_to_matrix(*self.table_rpy_in_base)
-
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "arm") -> ArmSettings:
-        """From plain data (a YAML section); errors name ``where`` and the field."""
-        if data is None:
-            return cls()
-        if not isinstance(data, Mapping):
-            raise ArmSettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
-        known = {item.name for item in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ArmSettingsError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
-        try:
-            return cls(**data)
-        except ArmSettingsError as error:
-            raise ArmSettingsError(f"{where}.{error}") from None
 
 
 class ArmFault(enum.Enum):

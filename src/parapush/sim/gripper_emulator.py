@@ -24,24 +24,39 @@ the request itself (the datastore applies it only after the access callback retu
 Requests for another device id are ignored (no answer), like on an RS485 bus; so are all
 requests while :meth:`GripperEmulator.set_responding` is False (the device stopped answering:
 writes are not applied either).
+
+Owner (one client drives it): the client that activates the gripper (writes rACT=1 while no
+client owns it) owns it until it deactivates it (rACT=0) or closes its connection; a write to
+the command registers from any other client is refused with Modbus exception 0x06 (SLAVE DEVICE
+BUSY) and not applied, so a second stack that connects to this gripper cannot open or close the
+fingers (nor reset or re-activate it); reads stay open to everyone
+(:attr:`GripperEmulator.requests_refused` counts the refusals). A client is one TCP connection;
+the serial line is one client, whoever opens the pty (a serial bus cannot tell its masters
+apart). This is a policy of the emulated driver, not of the device: a real 2F-85 obeys every
+Modbus master that reaches it, so on the robot it is the one executor holding the serial port
+(or the tool-communication bridge's connection) that keeps others out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import shutil
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pymodbus import FramerType
+from pymodbus.constants import ExcCodes
 from pymodbus.pdu import ModbusPDU
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
+from pymodbus.server.requesthandler import ServerRequestHandler
 from pymodbus.simulator import DataType, SimData, SimDevice
 
 from parapush.robotiq.device_model import DeviceModelSettings, GripperDeviceModel
@@ -55,12 +70,52 @@ from parapush.robotiq.registers import (
     GripperCommand,
     GripperStatus,
 )
+from parapush.settings import check_settings, setting
 
 _LOGGER = logging.getLogger(__name__)
 TCP_FRAMINGS = ("socket", "rtu")
 _FRAMER_OF_TCP_FRAMING = {"socket": FramerType.SOCKET, "rtu": FramerType.RTU}
 _SERVER_LINK = "gripper-server"
 _CLIENT_LINK = "gripper-client"
+#: The connection whose request is being handled (set per request task on the loop thread).
+_REQUESTING_CLIENT: contextvars.ContextVar[object | None] = contextvars.ContextVar("gripper_client", default=None)
+
+
+class _ClientConnection(ServerRequestHandler):
+    """One client's connection; its requests run with :data:`_REQUESTING_CLIENT` set to it, and
+    closing it gives up the gripper if it owned it."""
+
+    on_closed: Callable[[object], None] = staticmethod(lambda client: None)
+
+    async def handle_request(self) -> None:
+        token = _REQUESTING_CLIENT.set(self)
+        try:
+            await super().handle_request()
+        finally:
+            _REQUESTING_CLIENT.reset(token)
+
+    def callback_disconnected(self, exc: Exception | None) -> None:
+        super().callback_disconnected(exc)
+        self.on_closed(self)
+
+
+class _ClientTracking:
+    """Server mixin: every connection is a :class:`_ClientConnection` reporting its closing."""
+
+    on_client_closed: Callable[[object], None]
+
+    def callback_new_connection(self) -> _ClientConnection:
+        connection = _ClientConnection(self, self.trace_packet, self.trace_pdu, self.trace_connect)
+        connection.on_closed = self.on_client_closed
+        return connection
+
+
+class _TcpServer(_ClientTracking, ModbusTcpServer):
+    pass
+
+
+class _SerialServer(_ClientTracking, ModbusSerialServer):
+    pass
 
 
 class GripperEmulatorError(RuntimeError):
@@ -69,65 +124,37 @@ class GripperEmulatorError(RuntimeError):
 
 @dataclass(frozen=True)
 class GripperEmulatorSettings:
-    """How the emulated gripper is reached, and how it behaves.
+    """How the emulated gripper is reached, and how it behaves (each field's meaning, unit and
+    range: its :func:`setting`).
 
     Attributes:
         device: behaviour of the gripper (activation time, latency, object width, ...).
-        device_id: Modbus device (slave) id, 1-247.
-        serial: serve Modbus RTU on a socat pty pair.
-        baudrate: serial speed, bit/s (8 data bits, no parity, 1 stop bit).
-        tcp: serve Modbus over TCP.
-        tcp_host: address to listen on (keep loopback in tests).
-        tcp_port: TCP port; 0 picks an ephemeral port.
-        tcp_framing: ``"socket"`` (Modbus TCP) or ``"rtu"`` (RTU frames over TCP).
-        step_period_s: period of the dynamics step, s.
-        startup_timeout_s: limit for socat and the servers to come up, and for stopping, s.
-        socat_executable: the socat program.
     """
 
     device: DeviceModelSettings = field(default_factory=DeviceModelSettings)
-    device_id: int = DEFAULT_DEVICE_ID
-    serial: bool = True
-    baudrate: int = DEFAULT_BAUDRATE
-    tcp: bool = False
-    tcp_host: str = "127.0.0.1"
-    tcp_port: int = 0
-    tcp_framing: str = "socket"
-    step_period_s: float = 0.005
-    startup_timeout_s: float = 5.0
-    socat_executable: str = "socat"
+    device_id: int = setting(DEFAULT_DEVICE_ID, "Modbus device (slave) id", minimum=1, maximum=247)
+    serial: bool = setting(True, "serve Modbus RTU on a socat pty pair")
+    baudrate: int = setting(DEFAULT_BAUDRATE, "serial speed (8 data bits, no parity, 1 stop bit)", unit="bit/s",
+                            minimum=1)
+    tcp: bool = setting(False, "serve Modbus over TCP")
+    tcp_host: str = setting("127.0.0.1", "address to listen on (keep loopback in tests)")
+    tcp_port: int = setting(0, "TCP port; 0 picks an ephemeral port", minimum=0, maximum=65535)
+    tcp_framing: str = setting("socket", "socket: Modbus TCP; rtu: RTU frames over TCP", choices=TCP_FRAMINGS)
+    step_period_s: float = setting(0.005, "period of the dynamics step", unit="s", above=0.0)
+    startup_timeout_s: float = setting(
+        5.0, "limit for socat and the servers to come up, and for stopping", unit="s", above=0.0
+    )
+    socat_executable: str = setting("socat", "the socat program")
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, DeviceModelSettings):
             raise ValueError(f"device: expected a DeviceModelSettings, got {self.device!r}")
-        if (
-            isinstance(self.device_id, bool)
-            or not isinstance(self.device_id, int)
-            or not 1 <= self.device_id <= 247
-        ):
-            raise ValueError(f"device_id: expected an integer in [1, 247], got {self.device_id!r}")
-        if not isinstance(self.serial, bool) or not isinstance(self.tcp, bool):
-            raise ValueError(f"serial, tcp: expected bools, got {self.serial!r}, {self.tcp!r}")
+        check_settings(self)
         if not (self.serial or self.tcp):
             raise ValueError("serial, tcp: at least one transport must be enabled")
-        if isinstance(self.baudrate, bool) or not isinstance(self.baudrate, int) or self.baudrate <= 0:
-            raise ValueError(f"baudrate: expected a positive integer, got {self.baudrate!r}")
-        if not isinstance(self.tcp_host, str) or not self.tcp_host:
-            raise ValueError(f"tcp_host: expected a non-empty string, got {self.tcp_host!r}")
-        if (
-            isinstance(self.tcp_port, bool)
-            or not isinstance(self.tcp_port, int)
-            or not 0 <= self.tcp_port <= 65535
-        ):
-            raise ValueError(f"tcp_port: expected an integer in [0, 65535], got {self.tcp_port!r}")
-        if self.tcp_framing not in TCP_FRAMINGS:
-            raise ValueError(f"tcp_framing: expected one of {TCP_FRAMINGS}, got {self.tcp_framing!r}")
-        for name in ("step_period_s", "startup_timeout_s"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < float("inf"):
-                raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
-        if not isinstance(self.socat_executable, str) or not self.socat_executable:
-            raise ValueError(f"socat_executable: expected a non-empty string, got {self.socat_executable!r}")
+        for name in ("tcp_host", "socat_executable"):
+            if not getattr(self, name):
+                raise ValueError(f"{name}: expected a non-empty string, got {getattr(self, name)!r}")
 
 
 class GripperEmulator:
@@ -144,6 +171,8 @@ class GripperEmulator:
         self._responding = True
         self._requests_answered = 0
         self._requests_ignored = 0
+        self._requests_refused = 0
+        self._owner: object | None = None  # the connection that activated the gripper
         self._temporary_directory: Path | None = None
         self._socat: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
@@ -270,6 +299,18 @@ class GripperEmulator:
         with self._lock:
             return self._requests_ignored
 
+    @property
+    def requests_refused(self) -> int:
+        """Writes refused because another client owns the gripper (see the module docstring)."""
+        with self._lock:
+            return self._requests_refused
+
+    @property
+    def owned(self) -> bool:
+        """Whether a client owns the gripper (it activated it and is still connected)."""
+        with self._lock:
+            return self._owner is not None
+
     def inject_fault(self, code: int) -> None:
         """Report gFLT = ``code`` (see :class:`GripperDeviceModel`); e.g. 0x08, 0x0A, 0x0E."""
         with self._lock:
@@ -369,7 +410,7 @@ class GripperEmulator:
         stepper: asyncio.Task[None] | None = None
         try:
             if server_link is not None:
-                serial_server = ModbusSerialServer(
+                serial_server = _SerialServer(
                     self._make_device(),
                     framer=FramerType.RTU,
                     port=server_link,
@@ -379,15 +420,17 @@ class GripperEmulator:
                     stopbits=1,
                     trace_pdu=self._trace_pdu,
                 )
+                serial_server.on_client_closed = self._client_closed
                 servers.append(serial_server)
                 await serial_server.serve_forever(background=True)
             if self._settings.tcp:
-                tcp_server = ModbusTcpServer(
+                tcp_server = _TcpServer(
                     self._make_device(),
                     framer=_FRAMER_OF_TCP_FRAMING[self._settings.tcp_framing],
                     address=(self._settings.tcp_host, self._settings.tcp_port),
                     trace_pdu=self._trace_pdu,
                 )
+                tcp_server.on_client_closed = self._client_closed
                 servers.append(tcp_server)
                 await tcp_server.serve_forever(background=True)
                 host, port = tcp_server.transport.sockets[0].getsockname()[:2]  # type: ignore[union-attr]
@@ -417,6 +460,11 @@ class GripperEmulator:
             self._requests_answered += 1
         return pdu
 
+    def _client_closed(self, client: object) -> None:
+        with self._lock:
+            if self._owner is client:
+                self._owner = None
+
     async def _on_register_access(
         self,
         function_code: int,
@@ -425,18 +473,24 @@ class GripperEmulator:
         count: int,
         registers: list[int],
         set_values: list[int] | list[bool] | None,
-    ) -> None:
-        """pymodbus calls this before every access to the block; it runs on the loop thread."""
+    ) -> ExcCodes | None:
+        """pymodbus calls this before every access to the block; it runs on the loop thread.
+        A write from a client that does not own the gripper is refused (SLAVE DEVICE BUSY)."""
         with self._lock:
             now = time.monotonic()
             self._model.advance(now)
             if set_values is not None:
+                client = _REQUESTING_CLIENT.get()
+                if self._owner is not None and client is not self._owner:
+                    self._requests_refused += 1
+                    return ExcCodes.DEVICE_BUSY
                 for index, value in enumerate(set_values):
                     register = address - COMMAND_ADDRESS + index
                     if 0 <= register < REGISTER_BLOCK_LENGTH:
                         self._command_image[register] = int(value)
                 command = GripperCommand.from_registers(self._command_image[:USED_REGISTER_COUNT])
                 self._model.write_command(command, now_s=now)
+                self._owner = client if command.activate else None
             command_offset = COMMAND_ADDRESS - start_address
             registers[command_offset : command_offset + REGISTER_BLOCK_LENGTH] = self._command_image
             status_offset = STATUS_ADDRESS - start_address

@@ -33,14 +33,13 @@ import collections
 import enum
 import logging
 import math
-import numbers
 import random
 import select
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message
@@ -58,6 +57,8 @@ from parapush.natnet.messages import (
 )
 from parapush.natnet.models import ModelDefinitions, RigidBodyDescription
 from parapush.natnet.version import SUPPORTED_VERSIONS, NatNetVersion
+from parapush.settings import check_settings, setting
+from parapush.validation import check_integer
 
 __all__ = [
     "BodySample",
@@ -101,21 +102,12 @@ class BodySample:
     mean_error: float = 0.0
 
     def __post_init__(self) -> None:
-        if (
-            not isinstance(self.id, numbers.Integral)
-            or isinstance(self.id, bool)
-            or not -(2**31) <= self.id < 2**31
-        ):
-            raise ValueError(f"BodySample.id must be an int32, got {self.id!r}")
+        check_integer("BodySample.id", self.id, minimum=-(2**31), maximum=2**31 - 1)
         if not isinstance(self.name, str):
             raise ValueError(f"BodySample.name must be a str, got {type(self.name).__name__}")
-        if len(self.position) != 3:
-            raise ValueError(f"BodySample.position must have 3 components (m), got {len(self.position)}")
-        if len(self.orientation) != 4:
-            raise ValueError(
-                "BodySample.orientation must be a quaternion (qx, qy, qz, qw), "
-                f"got {len(self.orientation)} values"
-            )
+        for name, size, what in (("position", 3, "(x, y, z) in m"), ("orientation", 4, "(qx, qy, qz, qw)")):
+            if len(getattr(self, name)) != size:
+                raise ValueError(f"BodySample.{name}: expected {what}, got {len(getattr(self, name))} values")
         values = (*self.position, *self.orientation, self.mean_error)
         if self.tracking_valid and not all(math.isfinite(float(v)) for v in values):
             raise ValueError(f"BodySample {self.id} ({self.name!r}) is tracked but has a non-finite pose")
@@ -142,49 +134,48 @@ class CorruptionKind(enum.Enum):
 
 @dataclass(frozen=True)
 class MocapServerSettings:
-    """Settings of :class:`MocapServer`.
+    """Settings of :class:`MocapServer` (each field's meaning, unit and range: its :func:`setting`).
 
     Attributes:
-        host: IPv4 address to bind the command socket to and to send multicast through.
-        command_port: UDP command port (1510 for Motive; 0 = an ephemeral port, see
-            ``MocapServer.command_address``).
-        data_port: UDP destination port of the multicast stream (1511 for Motive).
-        multicast_group: IPv4 multicast group of the data stream.
-        stream_unicast: send frames to registered unicast clients.
-        stream_multicast: send frames to ``multicast_group:data_port``.
-        multicast_ttl: IP TTL of multicast datagrams (1 = local network only).
-        rate_hz: frame rate in Hz.
         natnet_version: bitstream version spoken (3.0, 3.1, 4.0, 4.1 or 4.2); a string like "4.1"
             is accepted.
-        application_name: name reported in SERVERINFO.
-        application_version: application version reported in SERVERINFO.
-        high_resolution_clock_frequency: ticks/s of the server's high-resolution clock.
-        client_timeout_s: s without CONNECT / KEEPALIVE / REQUEST_MODELDEF after which a unicast
-            client is forgotten.
-        latency_s: s between sampling the frame source (mid-exposure) and sending the frame;
-            must be shorter than one frame period.
-        drop_probability: probability that a frame datagram is not sent (per destination).
-        rng_seed: seed of the loss and corruption random generator.
+        application_version: application version reported in SERVERINFO (4 bytes).
     """
 
-    host: str = "127.0.0.1"
-    command_port: int = 1510
-    data_port: int = 1511
-    multicast_group: str = "239.255.42.99"
-    stream_unicast: bool = True
-    stream_multicast: bool = False
-    multicast_ttl: int = 1
-    rate_hz: float = 120.0
+    host: str = setting("127.0.0.1", "IPv4 address to bind the command socket to and to send multicast through")
+    command_port: int = setting(
+        1510, "UDP command port (1510 for Motive; 0: an ephemeral port, see MocapServer.command_address)",
+        minimum=0, maximum=65535,
+    )
+    data_port: int = setting(
+        1511, "UDP destination port of the multicast stream (1511 for Motive)", minimum=1, maximum=65535
+    )
+    multicast_group: str = setting("239.255.42.99", "IPv4 multicast group of the data stream")
+    stream_unicast: bool = setting(True, "send frames to registered unicast clients")
+    stream_multicast: bool = setting(False, "send frames to multicast_group:data_port")
+    multicast_ttl: int = setting(1, "IP TTL of multicast datagrams (1: local network only)", minimum=0, maximum=255)
+    rate_hz: float = setting(120.0, "frame rate", unit="Hz", above=0.0, maximum=10_000.0)
     natnet_version: NatNetVersion = NatNetVersion(4, 1)
-    application_name: str = "Motive (parapush simulation)"
+    application_name: str = setting("Motive (parapush simulation)", "name reported in SERVERINFO")
     application_version: tuple[int, int, int, int] = (3, 1, 0, 0)
-    high_resolution_clock_frequency: int = 10_000_000
-    client_timeout_s: float = 5.0
-    latency_s: float = 0.0
-    drop_probability: float = 0.0
-    rng_seed: int = 0
+    high_resolution_clock_frequency: int = setting(
+        10_000_000, "tick rate of the server's high-resolution clock", unit="ticks/s", minimum=1, maximum=2**63 - 1
+    )
+    client_timeout_s: float = setting(
+        5.0, "time without CONNECT / KEEPALIVE / REQUEST_MODELDEF after which a unicast client is forgotten",
+        unit="s", above=0.0,
+    )
+    latency_s: float = setting(
+        0.0, "time between sampling the frame source (mid-exposure) and sending the frame; shorter than a frame "
+        "period", unit="s", minimum=0.0,
+    )
+    drop_probability: float = setting(
+        0.0, "probability that a frame datagram is not sent (per destination)", minimum=0.0, maximum=1.0
+    )
+    rng_seed: int = setting(0, "seed of the loss and corruption random generator", minimum=0)
 
     def __post_init__(self) -> None:
+        check_settings(self)
         if isinstance(self.natnet_version, str):
             object.__setattr__(self, "natnet_version", NatNetVersion.parse(self.natnet_version))
         if not isinstance(self.natnet_version, NatNetVersion):
@@ -196,35 +187,18 @@ class MocapServerSettings:
             raise ValueError(f"natnet_version must be one of {supported}, got {self.natnet_version}")
         check_ipv4(self.host, "host")
         check_multicast_group(self.multicast_group)
-        if not 0 <= self.command_port <= 65535:
-            raise ValueError(f"command_port must be in 0..65535, got {self.command_port}")
-        if not 1 <= self.data_port <= 65535:
-            raise ValueError(f"data_port must be in 1..65535, got {self.data_port}")
         if not (self.stream_unicast or self.stream_multicast):
             raise ValueError("stream_unicast and stream_multicast are both False: nothing would be streamed")
-        if not 0 <= self.multicast_ttl <= 255:
-            raise ValueError(f"multicast_ttl must be in 0..255, got {self.multicast_ttl}")
-        if not (math.isfinite(self.rate_hz) and 0.0 < self.rate_hz <= 10_000.0):
-            raise ValueError(f"rate_hz must be in (0, 10000] Hz, got {self.rate_hz}")
         if len(self.application_version) != 4 or not all(0 <= v <= 255 for v in self.application_version):
             raise ValueError(
                 f"application_version must be 4 ints in 0..255, got {self.application_version!r}"
             )
         if len(self.application_name.encode("utf-8")) > 255:
             raise ValueError("application_name must encode to at most 255 UTF-8 bytes")
-        if not 1 <= self.high_resolution_clock_frequency < 2**63:
+        if self.latency_s >= 1.0 / self.rate_hz:
             raise ValueError(
-                f"high_resolution_clock_frequency must be a positive tick rate (ticks/s), "
-                f"got {self.high_resolution_clock_frequency}"
+                f"latency_s: expected < 1/rate_hz = {1.0 / self.rate_hz:.6f} s, got {self.latency_s}"
             )
-        if not (math.isfinite(self.client_timeout_s) and self.client_timeout_s > 0.0):
-            raise ValueError(f"client_timeout_s must be > 0 s, got {self.client_timeout_s}")
-        if not (math.isfinite(self.latency_s) and 0.0 <= self.latency_s < 1.0 / self.rate_hz):
-            raise ValueError(
-                f"latency_s must be in [0, 1/rate_hz) = [0, {1.0 / self.rate_hz:.6f}) s, got {self.latency_s}"
-            )
-        if not 0.0 <= self.drop_probability <= 1.0:
-            raise ValueError(f"drop_probability must be in [0, 1], got {self.drop_probability}")
 
     @property
     def frame_period_s(self) -> float:
@@ -275,20 +249,6 @@ class _PendingFrame:
     frame: MocapFrame
 
 
-@dataclass
-class _Counters:
-    frames_generated: int = 0
-    datagrams_sent: int = 0
-    datagrams_dropped: int = 0
-    frames_corrupted: int = 0
-    late_frames: int = 0
-    source_errors: int = 0
-    send_errors: int = 0
-    commands_received: int = 0
-    malformed_commands: int = 0
-    dropped: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_DROP_LOG_LENGTH))
-
-
 class MocapServer:
     """NatNet server streaming the poses returned by ``frame_source``; see the module docstring.
 
@@ -320,7 +280,8 @@ class MocapServer:
         self._clients: dict[Address, float] = {}
         self._untrackings: list[_Untracking] = []
         self._corruptions: collections.deque[CorruptionKind] = collections.deque()
-        self._counters = _Counters()
+        self._counts = MocapServerStats()
+        self._dropped: collections.deque = collections.deque(maxlen=_DROP_LOG_LENGTH)
         self._rng = random.Random(self._settings.rng_seed)
         self._next_frame_number = 0
         self._start_time_s = 0.0
@@ -421,25 +382,17 @@ class MocapServer:
 
     def stats(self) -> MocapServerStats:
         with self._lock:
-            counters = self._counters
-            return MocapServerStats(
-                frames_generated=counters.frames_generated,
-                datagrams_sent=counters.datagrams_sent,
-                datagrams_dropped=counters.datagrams_dropped,
-                frames_corrupted=counters.frames_corrupted,
-                late_frames=counters.late_frames,
-                source_errors=counters.source_errors,
-                send_errors=counters.send_errors,
-                commands_received=counters.commands_received,
-                malformed_commands=counters.malformed_commands,
-                clients=tuple(self._clients),
-            )
+            return replace(self._counts, clients=tuple(self._clients))
+
+    def _count(self, counter: str, amount: int) -> None:
+        """Add ``amount`` to one counter of :class:`MocapServerStats`."""
+        self._counts = replace(self._counts, **{counter: getattr(self._counts, counter) + amount})
 
     def dropped_frames(self) -> tuple[tuple[int, Address], ...]:
         """(frame number, destination) of every datagram withheld by ``drop_probability``
         (the last 100000)."""
         with self._lock:
-            return tuple(self._counters.dropped)
+            return tuple(self._dropped)
 
     # ----------------------------------------------------------------- fault injection
 
@@ -528,7 +481,7 @@ class MocapServer:
                     next_capture += period
                     if now - next_capture > period:
                         with self._lock:
-                            self._counters.late_frames += 1
+                            self._count("late_frames", 1)
                         next_capture = now + period
                 self._expire_clients(now)
                 deadline = min(next_capture, pending[0].send_at_s if pending else math.inf)
@@ -550,8 +503,8 @@ class MocapServer:
             samples = [_as_sample(item) for item in self._source()]
         except Exception as exc:  # the world's bug must not kill the stream; it is counted and logged
             with self._lock:
-                self._counters.source_errors += 1
-                first = self._counters.source_errors == 1
+                self._count("source_errors", 1)
+                first = self._counts.source_errors == 1
             if first:
                 _LOG.exception("MocapServer frame source failed; frames are skipped while it fails")
             else:
@@ -565,7 +518,7 @@ class MocapServer:
             self._source_models = models
             self._untrackings = [u for u in self._untrackings if u.end_s > now_s]
             untracked = {u.body_id: u.mode for u in self._untrackings if u.start_s <= now_s}
-            self._counters.frames_generated += 1
+            self._count("frames_generated", 1)
         bodies = []
         for sample in samples:
             mode = untracked.get(sample.id)
@@ -607,13 +560,13 @@ class MocapServer:
             datagram = encode_message(frame, version=self._settings.natnet_version)
         except ValueError:
             with self._lock:
-                self._counters.source_errors += 1
+                self._count("source_errors", 1)
             _LOG.exception("MocapServer could not encode frame %d; skipped", frame.frame_number)
             return
         with self._lock:
             corruption = self._corruptions.popleft() if self._corruptions else None
             if corruption is not None:
-                self._counters.frames_corrupted += 1
+                self._count("frames_corrupted", 1)
         if corruption is CorruptionKind.TRUNCATE:
             datagram = datagram[: self._rng.randrange(1, len(datagram))]
         elif corruption is CorruptionKind.GARBLE:
@@ -640,20 +593,20 @@ class MocapServer:
             )
             if dropped:
                 with self._lock:
-                    self._counters.datagrams_dropped += 1
-                    self._counters.dropped.append((frame_number, address))
+                    self._count("datagrams_dropped", 1)
+                    self._dropped.append((frame_number, address))
                 continue
             try:
                 sock.sendto(datagram, address)
             except OSError as exc:
                 with self._lock:
-                    self._counters.send_errors += 1
+                    self._count("send_errors", 1)
                 _LOG.debug("MocapServer could not send to %s: %s", address, exc)
                 continue
             sent += 1
         if frame_number is not None:
             with self._lock:
-                self._counters.datagrams_sent += sent
+                self._count("datagrams_sent", sent)
         return sent
 
     def _drain_commands(self) -> None:
@@ -673,11 +626,11 @@ class MocapServer:
             message = decode_message(datagram, version=self._settings.natnet_version)
         except NatNetDecodeError as exc:
             with self._lock:
-                self._counters.malformed_commands += 1
+                self._count("malformed_commands", 1)
             _LOG.debug("MocapServer ignored a malformed command from %s: %s", address, exc)
             return
         with self._lock:
-            self._counters.commands_received += 1
+            self._count("commands_received", 1)
         version = self._settings.natnet_version
         if isinstance(message, Connect):
             if (
@@ -730,7 +683,7 @@ class MocapServer:
             self._command_socket.sendto(datagram, address)
         except OSError as exc:
             with self._lock:
-                self._counters.send_errors += 1
+                self._count("send_errors", 1)
             _LOG.debug("MocapServer could not reply to %s: %s", address, exc)
 
 

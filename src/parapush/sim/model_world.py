@@ -19,13 +19,13 @@ no pusher dynamics between controls.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
 import numpy as np
 
 from parapush.scene import Scene
+from parapush.validation import check_positive
 
 __all__ = ["ModelWorld", "ModelWorldDivergedError", "scene_initial_state"]
 
@@ -113,11 +113,7 @@ class ModelWorld:
         control = np.array(control, dtype=float)
         if control.shape != (2,) or not np.all(np.isfinite(control)):
             raise ValueError(f"control: expected 2 finite numbers (m/s), got {control.tolist()}")
-        if isinstance(duration, bool) or not isinstance(duration, (int, float, np.floating)):
-            raise ValueError(f"duration: expected a number of seconds, got {duration!r}")
-        duration = float(duration)
-        if not math.isfinite(duration) or duration <= 0.0:
-            raise ValueError(f"duration: expected a finite value > 0 s, got {duration!r}")
+        duration = check_positive("duration", duration)
         started = time.perf_counter()
         result = np.asarray(
             self.propagator.propagate(self._state[None], control[None], np.array([duration])), dtype=float

@@ -42,20 +42,19 @@ and the mocap noise draw from separate streams of a seed.
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from parapush.estimation.rotations import axis_angle_quaternion, canonical_quaternion, quaternion_multiply
+from parapush.settings import check_settings, setting, settings_from_mapping
+from parapush.validation import check_integer
 
 __all__ = [
     "MocapNoise",
     "MocapNoiseSettings",
-    "NoiseSettingsError",
     "ObjectContactSample",
     "PushNoise",
     "PushNoiseSettings",
@@ -69,34 +68,8 @@ _MOCAP_STREAM = 1
 def _generator(seed: int, stream: int) -> np.random.Generator:
     """A generator for ``seed``; each kind of noise has its own stream, so the push noise and
     the mocap noise are independent even when given the same seed."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
-    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(stream,)))
-
-
-class NoiseSettingsError(ValueError):
-    """Noise settings are invalid; the message names the field."""
-
-
-def _non_negative(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise NoiseSettingsError(f"{name}: expected a finite number >= 0, got {value!r}")
-    return float(value)
-
-
-def _from_mapping(cls: type, data: Any, where: str) -> Any:
-    if data is None:
-        return cls()
-    if not isinstance(data, Mapping):
-        raise NoiseSettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
-    known = {item.name for item in fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise NoiseSettingsError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
-    try:
-        return cls(**data)
-    except NoiseSettingsError as error:
-        raise NoiseSettingsError(f"{where}.{error}") from None
+    seed = check_integer("seed", seed, minimum=0)
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stream,)))
 
 
 @dataclass(frozen=True)
@@ -115,40 +88,31 @@ class PushNoiseSettings:
     the object stays on the pusher (1.5 mm / 2.4 deg, seed 0), with larger noise or longer
     pushes it leaves the pusher to either side (a bimodal outcome, as real ones show).
 
-    Attributes:
-        enabled: False gives every push the nominal scene parameters (a noiseless world).
-        table_friction_spread: log-standard deviation of the object/table friction
-            multiplier (0.1 is about +-10 %).
-        pusher_friction_spread: log-standard deviation of the pusher/object friction multiplier.
-        friction_centre_offset_std: standard deviation of each component of the centre of
-            friction's offset from the object's centre, m.
-        max_offset_fraction: the offset is truncated to this fraction of the object's
-            footprint radius (cylinder radius, or the box's smaller half extent), in (0, 1).
-        new_push_gap: a pusher/object contact starts a new push (and a new sample) when the
-            pusher was out of contact with that object for at least this long, s.
+    Each field's meaning, unit and range: its :func:`setting`.
     """
 
-    enabled: bool = True
-    table_friction_spread: float = 0.05
-    pusher_friction_spread: float = 0.39
-    friction_centre_offset_std: float = 0.0014
-    max_offset_fraction: float = 0.5
-    new_push_gap: float = 0.25
+    enabled: bool = setting(True, "False gives every push the nominal scene parameters (a noiseless world)")
+    table_friction_spread: float = setting(
+        0.05, "log-standard deviation of the object/table friction multiplier (0.1 is about +-10 %)", minimum=0.0
+    )
+    pusher_friction_spread: float = setting(
+        0.39, "log-standard deviation of the pusher/object friction multiplier", minimum=0.0
+    )
+    friction_centre_offset_std: float = setting(
+        0.0014, "standard deviation of each component of the centre of friction's offset from the object's centre",
+        unit="m", minimum=0.0,
+    )
+    max_offset_fraction: float = setting(
+        0.5, "the offset is truncated to this fraction of the object's footprint radius (cylinder radius, "
+        "or the box's smaller half extent)", above=0.0, below=1.0,
+    )
+    new_push_gap: float = setting(
+        0.25, "a pusher/object contact starts a new push (and a new sample) when the pusher was out of contact "
+        "with that object for at least this long", unit="s", minimum=0.0,
+    )
 
     def __post_init__(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise NoiseSettingsError(f"enabled: expected true or false, got {self.enabled!r}")
-        for name in ("table_friction_spread", "pusher_friction_spread", "friction_centre_offset_std", "new_push_gap"):
-            object.__setattr__(self, name, _non_negative(getattr(self, name), name))
-        fraction = _non_negative(self.max_offset_fraction, "max_offset_fraction")
-        if not 0.0 < fraction < 1.0:
-            raise NoiseSettingsError(f"max_offset_fraction: expected a value in (0, 1), got {fraction!r}")
-        object.__setattr__(self, "max_offset_fraction", fraction)
-
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "push_noise") -> PushNoiseSettings:
-        """From plain data (a YAML section); errors name ``where`` and the field."""
-        return _from_mapping(cls, data, where)
+        check_settings(self)
 
 
 @dataclass(frozen=True)
@@ -211,24 +175,24 @@ class PushNoise:
 class MocapNoiseSettings:
     """Measurement noise of the streamed rigid-body poses (white, per frame and body).
 
-    Attributes:
-        position_std: standard deviation of each position component, m (default 0.5 mm).
-        orientation_std: standard deviation of each component of the orientation error's
-            rotation vector, rad (default 0.003 rad, about 0.17 deg); the yaw error has this
-            standard deviation.
+    Each field's meaning, unit and range: its :func:`setting`.
     """
 
-    position_std: float = 0.0005
-    orientation_std: float = 0.003
+    position_std: float = setting(
+        0.0005, "standard deviation of each position component (default 0.5 mm)", unit="m", minimum=0.0
+    )
+    orientation_std: float = setting(
+        0.003, "standard deviation of each component of the orientation error's rotation vector "
+        "(default about 0.17 deg; the yaw error has this standard deviation)", unit="rad", minimum=0.0,
+    )
 
     def __post_init__(self) -> None:
-        for name in ("position_std", "orientation_std"):
-            object.__setattr__(self, name, _non_negative(getattr(self, name), name))
+        check_settings(self)
 
     @classmethod
     def from_mapping(cls, data: Any, where: str = "mocap_noise") -> MocapNoiseSettings:
-        """From plain data (a YAML section); errors name ``where`` and the field."""
-        return _from_mapping(cls, data, where)
+        """From plain data (a YAML section); errors (:class:`SettingsError`) name ``where`` and the field."""
+        return settings_from_mapping(cls, data, where)
 
 
 class MocapNoise:

@@ -40,8 +40,7 @@ import math
 import threading
 import time as wall_clock
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import mujoco
@@ -52,10 +51,12 @@ from parapush.physics.fine_settings import FineSettings
 from parapush.physics.mjcf import object_body_name, scene_to_mjcf
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import ObjectSpec, Scene, SceneSnapshot, StateLayout
+from parapush.settings import check_settings, setting, settings_from_mapping
 from parapush.sim.arm import ArmSettings, CommandOutcome, SimArm
 from parapush.sim.noise import ObjectContactSample, PushNoise, PushNoiseSettings
+from parapush.validation import check_non_negative
 
-__all__ = ["BodyPose", "SimWorld", "WorldDivergedError", "WorldSettings", "WorldSettingsError", "WorldStatus"]
+__all__ = ["BodyPose", "SimWorld", "WorldDivergedError", "WorldSettings", "WorldStatus"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -76,104 +77,54 @@ _REST_SETTLE_DURATION = 0.3
 """Time the objects settle on the table when the rest heights are measured, s."""
 
 
-class WorldSettingsError(ValueError):
-    """World settings are invalid; the message names the field."""
-
-
 class WorldDivergedError(RuntimeError):
     """The simulation produced non-finite or runaway values."""
 
 
-def _number(value: Any, name: str, *, minimum: float = 0.0, inclusive: bool = False) -> float:
-    valid = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-    if not valid or value < minimum or (value == minimum and not inclusive):
-        bound = ">=" if inclusive else ">"
-        raise WorldSettingsError(f"{name}: expected a finite number {bound} {minimum}, got {value!r}")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class WorldSettings:
-    """How the world is simulated.
+    """How the world is simulated (each field's meaning, unit and range: its :func:`setting`).
 
     Attributes:
         physics: MuJoCo model and stepping options, shared with the fine model's MJCF
             generation (timestep, integrator, colliders, pusher servo).
-        real_time_factor: simulated seconds per wall-clock second in threaded mode (1 is
-            realistic; tests use more).
-        seed: seed of the pushing noise.
         push_noise: magnitude of the per-push contact variation.
         arm: the arm's frames and limits.
-        floor_depth: height of the table top above the floor, m (where fallen objects land).
-        pusher_held_at_start: whether the pusher is held (moves with the arm) after a reset;
-            the driver couples it to the gripper instead (see :mod:`parapush.sim.driver`).
-        grasp_tolerance: the gripper can grasp the pusher when the end effector is within this
-            planar distance of it, m.
-        contact_check_interval: how often contacts (push onsets), the table edges and the
-            simulation's sanity are checked, s of simulated time (rounded to whole steps).
-        max_lag: in threaded mode, a backlog of more than this much wall-clock time is dropped, s.
-        tick: in threaded mode, the thread sleeps this long between batches of steps, s.
     """
 
     physics: FineSettings = field(default_factory=FineSettings)
-    real_time_factor: float = 1.0
-    seed: int = 0
+    real_time_factor: float = setting(
+        1.0, "simulated seconds per wall-clock second in threaded mode (1 is realistic; tests use more)", above=0.0
+    )
+    seed: int = setting(0, "seed of the pushing noise", minimum=0)
     push_noise: PushNoiseSettings = field(default_factory=PushNoiseSettings)
     arm: ArmSettings = field(default_factory=ArmSettings)
-    floor_depth: float = 0.75
-    pusher_held_at_start: bool = True
-    grasp_tolerance: float = 0.01
-    contact_check_interval: float = 0.005
-    max_lag: float = 0.2
-    tick: float = 0.002
+    floor_depth: float = setting(
+        0.75, "height of the table top above the floor (where fallen objects land)", unit="m", above=0.0
+    )
+    pusher_held_at_start: bool = setting(
+        True, "whether the pusher is held (moves with the arm) after a reset; the driver couples it to the gripper"
+    )
+    grasp_tolerance: float = setting(0.01, "the gripper grasps the pusher within this distance", unit="m", above=0.0)
+    contact_check_interval: float = setting(
+        0.005, "how often contacts (push onsets), the table edges and the simulation's sanity are checked, "
+        "simulated time (rounded to whole steps)", unit="s", above=0.0,
+    )
+    max_lag: float = setting(0.2, "threaded mode: a longer wall-clock backlog is dropped", unit="s", above=0.0)
+    tick: float = setting(0.002, "in threaded mode, the thread sleeps this long between batches of steps", unit="s",
+                          above=0.0)
 
     def __post_init__(self) -> None:
         for name, kind in (("physics", FineSettings), ("push_noise", PushNoiseSettings), ("arm", ArmSettings)):
             if not isinstance(getattr(self, name), kind):
-                raise WorldSettingsError(f"{name}: expected {kind.__name__}, got {type(getattr(self, name)).__name__}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise WorldSettingsError(f"seed: expected an integer >= 0, got {self.seed!r}")
-        object.__setattr__(self, "seed", int(self.seed))
-        if not isinstance(self.pusher_held_at_start, bool):
-            raise WorldSettingsError(f"pusher_held_at_start: expected true or false, got {self.pusher_held_at_start!r}")
-        for name in ("real_time_factor", "floor_depth", "grasp_tolerance", "contact_check_interval", "max_lag", "tick"):
-            object.__setattr__(self, name, _number(getattr(self, name), name))
+                raise ValueError(f"{name}: expected {kind.__name__}, got {type(getattr(self, name)).__name__}")
+        check_settings(self)
 
     @classmethod
     def from_mapping(cls, data: Any, where: str = "world") -> WorldSettings:
         """From plain data (a YAML section); ``physics``, ``push_noise`` and ``arm`` are
-        nested mappings. Errors name ``where`` and the field."""
-        if data is None:
-            return cls()
-        if not isinstance(data, Mapping):
-            raise WorldSettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
-        known = {item.name for item in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise WorldSettingsError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
-        values = dict(data)
-        physics = values.get("physics")
-        if physics is not None:
-            if not isinstance(physics, Mapping):
-                raise WorldSettingsError(f"{where}.physics: expected a mapping, got {type(physics).__name__}")
-            physics_known = {item.name for item in fields(FineSettings)}
-            physics_unknown = sorted(set(physics) - physics_known)
-            if physics_unknown:
-                raise WorldSettingsError(
-                    f"{where}.physics: unknown field(s) {physics_unknown}; known: {sorted(physics_known)}"
-                )
-            try:
-                values["physics"] = FineSettings(**physics)
-            except ValueError as error:
-                raise WorldSettingsError(f"{where}.physics.{error}") from None
-        if "push_noise" in values:
-            values["push_noise"] = PushNoiseSettings.from_mapping(values["push_noise"], f"{where}.push_noise")
-        if "arm" in values:
-            values["arm"] = ArmSettings.from_mapping(values["arm"], f"{where}.arm")
-        try:
-            return cls(**values)
-        except WorldSettingsError as error:
-            raise WorldSettingsError(f"{where}.{error}") from None
+        nested mappings. Errors (:class:`SettingsError`) name ``where`` and the field."""
+        return settings_from_mapping(cls, data, where)
 
 
 @dataclass(frozen=True, eq=False)
@@ -427,8 +378,7 @@ class SimWorld:
             RuntimeError: if the stepping thread runs.
             WorldDivergedError: if the simulation diverged.
         """
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration >= 0.0:
-            raise ValueError(f"duration: expected a finite number of seconds >= 0, got {duration!r}")
+        duration = check_non_negative("duration", duration)
         if self.running:
             raise RuntimeError("step() is for manual mode; the world thread is running")
         with self._lock:

@@ -33,6 +33,7 @@ from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene
+from parapush.validation import check_integer, check_optional_positive
 
 _START_TIMEOUT = 120.0
 """Seconds a new worker may take to import MuJoCo and build its model."""
@@ -124,10 +125,8 @@ class ProcessBackend:
         self.fine_model = FineModel(scene, settings)
         self.layout = self.fine_model.layout
         self.workers = check_workers(workers, "workers")
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValueError(f"retries: expected an integer >= 0, got {retries!r}")
-        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
-            raise ValueError(f"timeout: expected a number > 0 or None, got {timeout!r}")
+        check_integer("retries", retries, minimum=0)
+        check_optional_positive("timeout", timeout)
         self.retries = retries
         self.timeout = timeout
         self.replaced_workers = 0

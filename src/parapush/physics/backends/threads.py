@@ -20,6 +20,7 @@ import numpy as np
 
 from parapush.physics.fine import FineModel
 from parapush.physics.propagator import check_batch
+from parapush.validation import check_integer
 
 ENGINES = ("rollout", "batch")
 ROLLOUT_BUFFER_BYTES = 64 * 2**20
@@ -38,9 +39,7 @@ def check_workers(value: int | None, name: str) -> int:
     """``value`` as a positive int (``default_workers()`` when None); ValueError naming ``name``."""
     if value is None:
         return default_workers()
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected an integer >= 1 or None, got {value!r}")
-    return int(value)
+    return check_integer(name, value, minimum=1)
 
 
 class ThreadBackend:

@@ -26,8 +26,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from parapush.physics.planar_geometry import segment_obstacle_clearance
 from parapush.planning.costs.cost_term import CostConfigError, check_batch, checked_number
-from parapush.planning.planar_geometry import segment_obstacle_clearance
 from parapush.scene import Obstacle, Scene, StateLayout
 
 

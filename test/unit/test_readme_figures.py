@@ -1,0 +1,192 @@
+"""Every figure the README quotes matches the committed reference file of the bench that measured it.
+
+A reference file is ``bench/reference/<bench>.json``, written by ``python bench/<bench>.py
+--reference`` (see ``bench/reference.py``): the figures with the date, machine, command and
+load average of the run. Each row of :data:`FIGURES` is one README phrase with ``{}``
+placeholders, the bench, and the figure names that fill them (``name[i]`` picks an item of a
+list); the phrase, formatted with the reference's values, must stand in the README
+(whitespace and line breaks collapsed). A missing reference file fails the test: re-run its
+bench with ``--reference`` and commit the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+REFERENCE = ROOT / "bench" / "reference"
+
+
+def up_to_tens(value: float) -> str:
+    """An upper bound as the README writes it: the next multiple of 10 above ``value``."""
+    return f"{10 * (math.floor(value / 10) + 1):.0f}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """README ``phrase`` (``{}`` per figure), the ``bench`` that measured it, the figure ``names``,
+    and how each is printed (``formats``: a format spec or a function, one per name)."""
+
+    phrase: str
+    bench: str
+    names: tuple[str, ...]
+    formats: tuple[str | Callable[[float], str], ...]
+
+
+FIGURES = (
+    Figure(
+        "ran {}x (N = 4) and {}x (N = 8) faster than serial fine, {} % and {} % of the cost model's ideal bound",
+        "parareal_speedup",
+        ("k1_speedup_n4", "k1_speedup_n8", "k1_percent_of_ideal_bound_n4", "k1_percent_of_ideal_bound_n8"),
+        (".2f", ".2f", ".0f", ".0f"),
+    ),
+    Figure(
+        "added {}-{} ms (1 x 4) and {}-{} ms (20 x 4) to the engine's time, of which all but {}-{} ms",
+        "prediction_latency",
+        (
+            "ros_overhead_ms_1x4_min",
+            "ros_overhead_ms_1x4_max",
+            "ros_overhead_ms_20x4_min",
+            "ros_overhead_ms_20x4_max",
+            "rest_ms_min",
+            "rest_ms_max",
+        ),
+        (".1f", ".1f", ".0f", ".0f", ".1f", ".1f"),
+    ),
+    Figure(
+        "error went from {} mm (scene file's parameters) to {} mm (true parameters: {} mm); "
+        "the pusher friction came out at {} (true {})",
+        "identification",
+        (
+            "held_out_error_mm_scene_parameters",
+            "held_out_error_mm_identified",
+            "held_out_error_mm_true_parameters",
+            "pusher_friction_identified",
+            "pusher_friction_true",
+        ),
+        (".1f", ".1f", ".1f", ".2f", ".2f"),
+    ),
+    Figure(
+        "(simulated: {} mm, {} deg; real: {} mm, {} deg)",
+        "sim_push_noise",
+        (
+            "simulated_translation_std_mm",
+            "simulated_rotation_std_deg",
+            "real_translation_std_mm",
+            "real_rotation_std_deg",
+        ),
+        (".2f", ".2f", ".2f", ".2f"),
+    ),
+    Figure(
+        "Euler is ~{}x cheaper than RK4 and within ~{} mm of it after 4 s pushes; "
+        "capsule colliders save <{}% but moved one box push by {} mm",
+        "fine_model_defaults",
+        (
+            "rk4_over_euler_cost_median",
+            "euler_median_end_difference_mm_max",
+            "euler_capsule_cost_saving_percent_median",
+            "euler_capsule_max_end_difference_mm",
+        ),
+        (".0f", ".1f", up_to_tens, ".0f"),
+    ),
+    Figure(
+        "(a disc slid {} / {} / {} mm at 0 / 22.5 / 45 deg)",
+        "fine_model_defaults",
+        ("pyramidal_disc_stopping_mm[0]", "pyramidal_disc_stopping_mm[1]", "pyramidal_disc_stopping_mm[2]"),
+        (".1f", ".1f", ".1f"),
+    ),
+)
+
+
+def collapse(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def figure_value(figures: dict, name: str) -> float:
+    """``figures[name]``, or an item of a list figure for ``name[i]``."""
+    match = re.fullmatch(r"(\w+)\[(\d+)\]", name)
+    if match is None:
+        return figures[name]
+    return figures[match.group(1)][int(match.group(2))]
+
+
+def expected_phrase(figure: Figure) -> str:
+    path = REFERENCE / f"{figure.bench}.json"
+    if not path.exists():
+        pytest.fail(f"{path.relative_to(ROOT)} is missing: run python bench/{figure.bench}.py --reference")
+    reference = json.loads(path.read_text())
+    cells = []
+    for name, form in zip(figure.names, figure.formats, strict=True):
+        assert name.split("[")[0] in reference["figures"], f"{path.name}: no figure {name!r}"
+        value = figure_value(reference["figures"], name)
+        cells.append(form(value) if callable(form) else format(value, form))
+    return collapse(figure.phrase.format(*cells))
+
+
+@pytest.mark.parametrize("figure", FIGURES, ids=[f"{figure.bench}:{figure.names[0]}" for figure in FIGURES])
+def test_readme_figure_matches_its_reference(figure: Figure) -> None:
+    phrase = expected_phrase(figure)
+    assert phrase in collapse(README.read_text()), f"README should say {phrase!r} (bench/reference/{figure.bench}.json)"
+
+
+@pytest.mark.parametrize("path", sorted(REFERENCE.glob("*.json")), ids=lambda path: path.name)
+def test_reference_files_say_where_they_came_from(path: Path) -> None:
+    reference = json.loads(path.read_text())
+    assert reference["bench"] == path.stem
+    assert reference["command"].startswith(f"python bench/{path.stem}.py")
+    assert "--reference" in reference["command"].split() and "--quick" not in reference["command"].split()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", reference["date"])
+    assert reference["machine"]["nproc"] >= 1 and reference["machine"]["cpu_model"]
+    assert len(reference["load_average"]["before"]) == 3 and len(reference["load_average"]["after"]) == 3
+    assert (ROOT / "bench" / f"{path.stem}.py").exists()
+
+
+def test_every_reference_file_is_quoted() -> None:
+    quoted = {figure.bench for figure in FIGURES}
+    stray = [path.name for path in REFERENCE.glob("*.json") if path.stem not in quoted]
+    assert not stray, f"reference files the README does not quote: {stray}"
+
+
+SECTIONS_WITH_FIGURES = (
+    ("## Benchmarks", "| command | what |"),
+    ("**Fine model defaults**", "**Schedule `auto`**"),
+    ("`result.sensitivity` says", "From a recorded run"),
+)
+"""README passages (start, end marker) whose measured figures must all be traced."""
+MEASURED = re.compile(r"~?<?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?:x| ?(?:%|ms|mm|deg))(?!\w)")
+
+
+def test_every_measured_figure_in_those_passages_is_traced() -> None:
+    """A number with a unit of measure (x, %, ms, mm, deg) in the passages above lies inside a
+    phrase of :data:`FIGURES`, so a figure added to the README without a reference fails."""
+    readme = collapse(README.read_text())
+    covered = []
+    for figure in FIGURES:
+        phrase = expected_phrase(figure)
+        start = readme.find(phrase)
+        assert start >= 0, f"README should say {phrase!r}"
+        covered.append((start, start + len(phrase)))
+    untraced = []
+    for begin_marker, end_marker in SECTIONS_WITH_FIGURES:
+        begin = readme.index(begin_marker)
+        end = readme.index(end_marker, begin)
+        for match in MEASURED.finditer(readme, begin, end):
+            if not any(low <= match.start() and match.end() <= high for low, high in covered):
+                untraced.append(match.group())
+    assert not untraced, f"README figures without a reference file: {untraced}"
+
+
+def test_a_changed_figure_is_caught() -> None:
+    """The comparison is not vacuous: a README that says a different number fails it."""
+    figure = next(figure for figure in FIGURES if (REFERENCE / f"{figure.bench}.json").exists())
+    phrase = expected_phrase(figure)
+    changed = re.sub(r"\d", lambda digit: str((int(digit.group()) + 1) % 10), phrase, count=1)
+    assert changed != phrase and changed not in collapse(README.read_text())

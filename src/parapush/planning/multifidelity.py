@@ -59,6 +59,7 @@ from parapush.planning.optimizer import (
     cost_terms,
 )
 from parapush.planning.predictive_model import PredictiveModel, check_trajectories, is_finite_trajectory
+from parapush.prediction.config import COARSE_MODELS
 from parapush.scene import Scene, StateLayout
 from parapush.scene.state import wrap_angle
 
@@ -72,7 +73,7 @@ __all__ = [
     "select_elites",
 ]
 
-COARSE_CHOICES = ("auto", "analytical", "learned")
+COARSE_CHOICES = COARSE_MODELS  # the model config's names (parapush.prediction.config)
 """``auto``: the learned model where it supports the scene (cylinders of its trained size, up
 to its trained object count; obstacles ignored for prediction when ``learned_with_obstacles``),
 otherwise the analytical model."""

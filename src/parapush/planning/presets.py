@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from parapush.parareal.solver import MODELS
 from parapush.planning.mpc import MpcLoop
 from parapush.planning.multifidelity import (
     COARSE_CHOICES,
@@ -61,7 +62,7 @@ from parapush.scene import Scene
 __all__ = ["DEFAULT_PRESET", "PRESETS", "BuiltPlanner", "PlannerPreset", "planner_preset"]
 
 LOOPS = ("sequential", "pipelined")
-LOOP_MODELS = ("fine", "parareal")
+LOOP_MODELS = tuple(name for name in MODELS if name != "coarse")  # the corrector: fine or Parareal
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,15 +55,21 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def demo_run(tmp_path_factory):
     """Runs the demo once; returns (completed process, run folder)."""
     folder = tmp_path_factory.mktemp("demo")
+    out = folder / "run"
+    completed = subprocess.run(demo_command(folder, out), capture_output=True, text=True, timeout=240,
+                               env=dict(os.environ))
+    return completed, out
+
+
+def demo_command(folder: Path, out: Path) -> list[str]:
+    """The demo on SCENE (written to ``folder``) with the short planner file and free device ports."""
     scene_path = folder / "system_demo.yaml"
     scene_path.write_text(yaml.safe_dump(SCENE))
-    planner_path = short_planner_file(folder)
     command_port, gripper_port = free_port(), free_port(socket.SOCK_STREAM)
-    out = folder / "run"
-    command = [
+    return [
         sys.executable, "-m", "parapush.programs.demo", "--scene", str(scene_path), "--out", str(out),
         "--max-controls", "15", "--timeout", "150",
-        "--param", f"mpc.planner_config={planner_path}",
+        "--param", f"mpc.planner_config={short_planner_file(folder)}",
         "--param", "sim_driver.seed=3",
         "--param", f"sim_driver.natnet_command_port={command_port}",
         "--param", f"sim_driver.natnet_data_port={free_port()}",
@@ -71,8 +77,6 @@ def demo_run(tmp_path_factory):
         "--param", f"state_estimator.command_port={command_port}",
         "--param", f"executor.gripper.address=tcp://127.0.0.1:{gripper_port}",
     ]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=240, env=dict(os.environ))
-    return completed, out
 
 
 def describe(completed: subprocess.CompletedProcess, out: Path) -> str:

@@ -14,20 +14,14 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
-from test_bringup import short_planner_file
-from test_demo import SCENE
-
-from local_ports import free_port
+from test_demo import demo_command
 
 pytestmark = pytest.mark.slow
 
@@ -52,21 +46,8 @@ def children_named(parent: int, name: str) -> list[int]:
 
 
 def test_a_killed_prediction_service_mid_goal_is_replaced_by_a_local_engine(tmp_path):
-    scene_path = tmp_path / "system_demo.yaml"
-    scene_path.write_text(yaml.safe_dump(SCENE))
-    command_port, gripper_port = free_port(), free_port(socket.SOCK_STREAM)
     out = tmp_path / "run"
-    command = [
-        sys.executable, "-m", "parapush.programs.demo", "--scene", str(scene_path), "--out", str(out),
-        "--max-controls", "15", "--timeout", "150",
-        "--param", f"mpc.planner_config={short_planner_file(tmp_path)}",
-        "--param", "sim_driver.seed=3",
-        "--param", f"sim_driver.natnet_command_port={command_port}",
-        "--param", f"sim_driver.natnet_data_port={free_port()}",
-        "--param", f"sim_driver.gripper_tcp_port={gripper_port}",
-        "--param", f"state_estimator.command_port={command_port}",
-        "--param", f"executor.gripper.address=tcp://127.0.0.1:{gripper_port}",
-    ]
+    command = demo_command(tmp_path, out)
     demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ))
     lines, killed_at = [], None

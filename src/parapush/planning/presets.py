@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from parapush.planning.costs import CostFunction
 from parapush.planning.mpc import MpcLoop
 from parapush.planning.multifidelity import (
     COARSE_CHOICES,
@@ -81,6 +82,7 @@ class PlannerPreset:
         multifidelity: the multi-fidelity split (with ``coarse``).
         pipeline: the pipelined loop's policies (with ``loop="pipelined"``).
         optimizer_overrides: optimizer fields replacing ``config/planner.yaml``'s.
+        cost_overrides: ``{term: {parameter: value}}`` merged into ``config/planner.yaml``'s costs.
     """
 
     name: str
@@ -92,6 +94,7 @@ class PlannerPreset:
     multifidelity: MultiFidelitySettings | None = None
     pipeline: PipelineSettings | None = None
     optimizer_overrides: Mapping[str, Any] = field(default_factory=dict)
+    cost_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -115,6 +118,18 @@ class PlannerPreset:
         if unknown:
             raise ValueError(f"optimizer_overrides: unknown field(s) {unknown}; known: {sorted(known)}")
         object.__setattr__(self, "optimizer_overrides", MappingProxyType(dict(self.optimizer_overrides)))
+        object.__setattr__(
+            self,
+            "cost_overrides",
+            MappingProxyType({term: MappingProxyType(dict(values)) for term, values in self.cost_overrides.items()}),
+        )
+
+    def costs(self, base: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """``base`` (``config/planner.yaml``'s cost terms) with this preset's overrides merged in."""
+        merged = {term: dict(values or {}) for term, values in base.items()}
+        for term, values in self.cost_overrides.items():
+            merged.setdefault(term, {}).update(values)
+        return merged
 
     def optimizer_settings(self, base: OptimizerSettings) -> OptimizerSettings:
         """``base`` (``config/planner.yaml``'s) with this preset's overrides."""
@@ -161,7 +176,7 @@ class PlannerPreset:
             planner = MultiFidelityPlanner(
                 optimizer, make_predictive_model("coarse", scene, coarse_model=coarse_propagator), self.multifidelity
             )
-        cost = config.cost_function(scene)
+        cost = CostFunction.from_config(scene, self.costs(config.costs))
         if self.loop == "pipelined":
             loop: Any = PipelinedMpcLoop(scene, planner, model, cost, config.mpc, self.pipeline)
         else:

@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             f"--quick: scenes {names} only; ISRR planners limited to {QUICK_ISRR_ITERATIONS} optimizer iterations "
             f"per re-plan and {QUICK_MAX_CONTROLS} controls (the real-time planner is not limited)"
         )
-    print(f"load before: {uptime()}")
+    print(f"load before: {uptime()}", flush=True)
     for note in notes:
         print("note: " + note)
     runs = []

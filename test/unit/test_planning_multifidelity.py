@@ -197,3 +197,14 @@ def test_partial_correction_uses_the_corrector_for_the_leading_controls_and_the_
     tail = glued_model(scene).predict(head[1], result.controls[None, 1:], np.ones(3))[0]
     np.testing.assert_allclose(result.trajectory, np.concatenate([head, tail[1:]]))
     assert result.cost == pytest.approx(float(cost.evaluate(result.trajectory[None], result.controls[None])[0]))
+
+
+def test_preset_cost_overrides_merge_into_the_configured_costs_without_changing_them() -> None:
+    config = load_planner_config("config/planner.yaml")
+    preset = dataclasses.replace(
+        planner_preset("isrr2019"), cost_overrides={"non_target_objects": {"goal_entry_margin": 0.03}}
+    )
+    merged = preset.costs(config.costs)
+    assert merged["non_target_objects"] == {**config.costs["non_target_objects"], "goal_entry_margin": 0.03}
+    assert "goal_entry_margin" not in config.costs["non_target_objects"]
+    assert planner_preset("isrr2019").costs(config.costs) == {k: dict(v) for k, v in config.costs.items()}

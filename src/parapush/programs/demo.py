@@ -143,13 +143,14 @@ def run_demo(options: argparse.Namespace) -> int:
     spinner = threading.Thread(target=executor.spin, daemon=True)
     recorder = McapRecorder(node, out / "recording.mcap", RECORDED_TOPICS)
     observer = Observer(node, scene)
+    # before the spinner: rclpy's executor may read a half-built ActionClient ('_lock' missing)
+    client = ActionClient(node, PushObject, "/push_object")
     spinner.start()
     result = None
     status = 2
     metrics: dict = {"scene": scene.name, "scene_file": str(scene_path), "target": scene.target,
                      "goal": {"center": list(scene.goal.center), "radius": scene.goal.radius}}
     try:
-        client = ActionClient(node, PushObject, "/push_object")
         deadline = time.monotonic() + options.startup_timeout
         while not client.wait_for_server(timeout_sec=0.5):
             failed = bringup.failed()

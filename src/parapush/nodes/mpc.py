@@ -125,6 +125,7 @@ class MpcNode(Node):
         self._coarse: dict[bool, object] = {}  # the coarse search model by resolve_overlaps
         self._local_engine: EnginePrediction | None = None  # built when the prediction service is lost
         self._events: list[str] = []  # what happened since the last feedback
+        self._service_seen = False  # later goals wait for the service only a call's deadline
         self._state_lock = threading.Lock()
         self._latest: tuple[float, SceneState | None] = (0.0, None)
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
@@ -214,7 +215,8 @@ class MpcNode(Node):
         primary = self.model.configured(model=goal.model or self.model.model,
                                         iterations=iterations if iterations is not None else self.model.iterations)
         primary.timeout = min(self.values["service_timeout"], budget)
-        self.model.wait_until_ready(self.values["service_timeout"])  # start-up: the service may come up later
+        if not self._service_seen:  # start-up: the service may come up after this node
+            self._service_seen = self.model.wait_until_ready(self.values["service_timeout"])
 
         def local_engine():
             if self._local_engine is None:

@@ -223,9 +223,14 @@ class MpcNode(Node):
                 self._local_engine = EnginePrediction.build(self.scene, self.model_config)
             return self._local_engine.configured(model=goal.model or None, iterations=iterations)
 
+        def service_back(timeout: float) -> bool:
+            if self._closing.is_set():
+                raise ServicePredictionError("predict_trajectory: the node is shutting down")
+            return primary.wait_until_ready(timeout)
+
         return FailoverPrediction(primary, lost_errors=(ServicePredictionError,),
                                   policy=self.values["on_service_loss"], make_backup=local_engine,
-                                  wait_for_primary=primary.wait_until_ready,
+                                  wait_for_primary=service_back,
                                   wait_limit=self.values["service_wait_limit"], on_event=self._on_event)
 
     def _on_event(self, sentence: str) -> None:

@@ -23,6 +23,11 @@ from the same ``model.*`` settings (default), wait for the service (``service_wa
 end the goal (:class:`parapush.prediction.failover.FailoverPrediction`). The feedback's
 ``event`` says what happened.
 
+A stop latched by the executor (``executor_status``, transient local: ``stop_latched`` True,
+e.g. the pusher does not follow its commands, a gripper fault) ends the running goal at the
+loop's next look at the world, with the executor's status message as ``failure_reason`` (the
+executor has already stopped the pusher); a goal started while the stop is latched ends at once.
+
 Feedback when each control starts: step, cost, distance, re-plan time, waiting time, task
 time, fallback, event, control and the predicted trajectory (also published on
 ``planned_trajectory``). The result adds planning, waiting and task time and the re-plan
@@ -38,11 +43,13 @@ import time
 import traceback
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
 from parareal_pushing.action import PushObject
 from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
@@ -130,6 +137,10 @@ class MpcNode(Node):
         self._latest: tuple[float, SceneState | None] = (0.0, None)
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup())
+        self._executor_stop: str | None = None  # the executor's reason while it holds a latched stop
+        self.create_subscription(DiagnosticStatus, "executor_status", self._on_executor_status,
+                                 QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+                                 callback_group=MutuallyExclusiveCallbackGroup())
         self.control_publisher = self.create_publisher(ControlSequence, "controls", 10)
         self.plan_publisher = self.create_publisher(PredictedTrajectory, "planned_trajectory", 10)
         self._busy = threading.Lock()
@@ -166,6 +177,16 @@ class MpcNode(Node):
     def _on_state(self, message: SceneState) -> None:
         with self._state_lock:
             self._latest = (time.monotonic(), message)
+
+    def _on_executor_status(self, message: DiagnosticStatus) -> None:
+        latched = any(value.key == "stop_latched" and value.value == "True" for value in message.values)
+        with self._state_lock:
+            self._executor_stop = message.message if latched else None
+
+    def executor_stop(self) -> str | None:
+        """The executor's reason (``executor_status`` message) while it holds a latched stop, else None."""
+        with self._state_lock:
+            return self._executor_stop
 
     def latest_state(self) -> tuple[float, SceneState | None]:
         with self._state_lock:
@@ -268,11 +289,13 @@ class MpcNode(Node):
             return goal_handle.is_cancel_requested or self._closing.is_set()
 
         world = RosAsyncWorld(self, cancel_requested=cancel_requested, settle_time=self.values["settle_time"],
-                              state_timeout=self.values["state_timeout"])
+                              state_timeout=self.values["state_timeout"], latched_stop=self.executor_stop)
         report = run_task(built, world, max_controls=goal.max_controls or None,
                           callback=lambda step: self._feedback(goal_handle, scene, step),
                           should_cancel=cancel_requested)
         self._fill_result(result, scene, report, started)
+        if world.executor_stop is not None:  # the executor stopped the pusher: its reason ends the goal
+            result.failure_reason = world.executor_stop
         self.get_logger().info(
             f"goal finished ({preset.name}): {report.outcome.name} after {report.controls_executed} controls "
             f"({report.failure_reason or 'in the goal region'}); task {result.total_time:.1f} s, waiting "

@@ -17,6 +17,9 @@ both planner loops (the sequential one through
   (``cancel_requested``) stops the pusher at once and ends the wait; after that ``observe``
   and ``start`` raise :class:`GoalCanceledError`, so the loop ends without moving again.
 - ``stop`` publishes an empty ControlSequence (the executor stops the pusher).
+- a stop latched by the executor (``latched_stop()`` returns its reason: the pusher is
+  already stopped) ends the goal: ``observe``, ``start`` and ``wait_until`` raise
+  :class:`ExecutorStopError`, and ``executor_stop`` keeps the reason for the result.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ class WorldError(RuntimeError):
     """The robot (or simulator) cannot be observed or commanded."""
 
 
+class ExecutorStopError(WorldError):
+    """The executor latched a stop (its reason is the message): the world no longer moves."""
+
+
 class GoalCanceledError(WorldError):
     """The goal was cancelled: the world no longer observes or moves."""
 
@@ -49,13 +56,17 @@ class RosAsyncWorld:
         cancel_requested: polled; true once the goal is cancelled or the node closes.
         settle_time: s to wait after the pusher came to rest before observing.
         state_timeout: s; a boundary without a valid state for this long is an error.
+        latched_stop: polled; the executor's reason while it holds a latched stop, else None.
     """
 
     def __init__(
-        self, node, *, cancel_requested: Callable[[], bool], settle_time: float, state_timeout: float
+        self, node, *, cancel_requested: Callable[[], bool], settle_time: float, state_timeout: float,
+        latched_stop: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.node = node
         self.cancel_requested = cancel_requested
+        self.latched_stop = latched_stop
+        self.executor_stop: str | None = None  # the executor's reason, once it ended the goal
         self.settle_time = settle_time
         self.state_timeout = state_timeout
         self._boundary = time.monotonic()  # observations must be received after this
@@ -66,6 +77,10 @@ class RosAsyncWorld:
         return time.monotonic()
 
     def _check_canceled(self) -> None:
+        reason = self.latched_stop()
+        if reason is not None:
+            self.executor_stop = reason
+            raise ExecutorStopError(reason)
         if self.cancel_requested():
             raise GoalCanceledError("the goal was cancelled")
 
@@ -104,6 +119,7 @@ class RosAsyncWorld:
             if self.cancel_requested():
                 self.stop()
                 return
+            self._check_canceled()  # a stop latched by the executor
             time.sleep(min(0.005, moment - now))
         self._boundary = max(self._boundary, moment)
 

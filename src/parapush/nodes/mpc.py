@@ -82,7 +82,8 @@ PARAMETERS = (
     ParameterSpec("prediction_source", "service", "where predictions come from: the prediction service, or an "
                   "engine in this node built from the model.* parameters", choices=("service", "local")),
     *parameter_specs(ModelConfig, "model."),  # config/model.yaml, as the prediction service's
-    ParameterSpec("state_timeout", 1.0, "s; a scene state older than this is stale", minimum=0.01, maximum=60.0),
+    ParameterSpec("state_timeout", 5.0, "s the goal stays paused (pusher stopped) without a usable scene state (a "
+                  "body not tracked, no fresh state) before it ends", minimum=0.01, maximum=60.0),
     ParameterSpec("settle_time", 0.05, "s to wait after the pusher stopped before observing", minimum=0.0,
                   maximum=5.0),
     ParameterSpec("service_timeout", 30.0, "s to wait for the prediction service at a goal's start; each call's "
@@ -289,7 +290,8 @@ class MpcNode(Node):
             return goal_handle.is_cancel_requested or self._closing.is_set()
 
         world = RosAsyncWorld(self, cancel_requested=cancel_requested, settle_time=self.values["settle_time"],
-                              state_timeout=self.values["state_timeout"], latched_stop=self.executor_stop)
+                              state_timeout=self.values["state_timeout"], latched_stop=self.executor_stop,
+                              on_event=self._on_event)
         report = run_task(built, world, max_controls=goal.max_controls or None,
                           callback=lambda step: self._feedback(goal_handle, scene, step),
                           should_cancel=cancel_requested)

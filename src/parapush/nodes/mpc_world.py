@@ -11,8 +11,13 @@ both planner loops (the sequential one through
   stops when the sequence runs out (the executor's stream ends with a stop).
 - ``observe`` returns the first valid scene state (``scene_state``, from the estimator)
   received after the last control boundary the loop waited for, plus ``settle_time`` if
-  the pusher is at rest by then (no fallback queued); stale or invalid states are refused
-  after ``state_timeout``.
+  the pusher is at rest by then (no fallback queued). A state whose pusher or objects are
+  not tracked (``valid`` false), or no fresh state for ``PAUSE_AFTER``, *pauses* the goal:
+  the pusher is stopped at once (no fallback runs on a blind world) and ``on_event`` says
+  so (a body lost while a control runs stops the pusher at once too); the first usable
+  state resumes it (the loop then compares it with its prediction and re-plans from it if
+  a body moved, e.g. bumped while occluded). A pause longer than
+  ``state_timeout`` is an error that ends the goal.
 - ``wait_until`` sleeps on the monotonic clock (the world's ``time``); a cancelled goal
   (``cancel_requested``) stops the pusher at once and ends the wait; after that ``observe``
   and ``start`` raise :class:`GoalCanceledError`, so the loop ends without moving again.
@@ -35,6 +40,10 @@ from parapush.nodes.conversions import MessageError, controls_to_msg, msg_to_sna
 FIRST_STATE_TIMEOUT = 10.0
 """s to wait for the first scene state of a goal (DDS may still be matching the estimator)."""
 
+PAUSE_AFTER = 0.1
+"""s after a control boundary without a fresh scene state before the pusher is stopped (a
+state that marks a body untracked stops it at once); the executor's stale-state timeout."""
+
 
 class WorldError(RuntimeError):
     """The robot (or simulator) cannot be observed or commanded."""
@@ -55,17 +64,19 @@ class RosAsyncWorld:
         node: the MPC node (``latest_state()``, ``scene``, ``control_publisher``).
         cancel_requested: polled; true once the goal is cancelled or the node closes.
         settle_time: s to wait after the pusher came to rest before observing.
-        state_timeout: s; a boundary without a valid state for this long is an error.
+        state_timeout: s; a pause (no usable state after a boundary) this long is an error.
         latched_stop: polled; the executor's reason while it holds a latched stop, else None.
+        on_event: told (a sentence) when the goal pauses for tracking and when it resumes.
     """
 
     def __init__(
         self, node, *, cancel_requested: Callable[[], bool], settle_time: float, state_timeout: float,
-        latched_stop: Callable[[], str | None] = lambda: None,
+        latched_stop: Callable[[], str | None] = lambda: None, on_event: Callable[[str], None] = lambda _: None,
     ) -> None:
         self.node = node
         self.cancel_requested = cancel_requested
         self.latched_stop = latched_stop
+        self.on_event = on_event
         self.executor_stop: str | None = None  # the executor's reason, once it ended the goal
         self.settle_time = settle_time
         self.state_timeout = state_timeout
@@ -90,18 +101,42 @@ class RosAsyncWorld:
         timeout = self.state_timeout if self._observed else max(self.state_timeout, FIRST_STATE_TIMEOUT)
         self._observed = True
         deadline = not_before + timeout
+        paused_at, problem = None, ""
         while True:
+            now = time.monotonic()
             received, message = self.node.latest_state()
             if message is not None and received >= not_before:
                 try:
-                    return msg_to_snapshot(message, self.node.scene, require_valid=True).state
+                    state = msg_to_snapshot(message, self.node.scene, require_valid=True).state
                 except MessageError as error:
-                    if time.monotonic() > deadline:
+                    problem = str(error)
+                    if now > deadline:
                         raise WorldError(f"scene state unusable: {error}") from None
-            if time.monotonic() > deadline:
+                else:
+                    if paused_at is not None:
+                        self.on_event(f"resumed after {now - paused_at:.2f} s paused ({problem})")
+                    return state
+            elif now > not_before + PAUSE_AFTER:
+                problem = self._tracking_problem(message) or \
+                    f"no scene state on 'scene_state' for {now - not_before:.2f} s"
+            if now > deadline:
                 raise WorldError(f"no scene state on 'scene_state' within {timeout} s")
+            if problem and paused_at is None:
+                self.stop()  # no usable state: the pusher must not run its fallback blind
+                paused_at = now
+                self.on_event(f"paused: {problem}")
             self._check_canceled()
             time.sleep(0.005)
+
+    def _tracking_problem(self, message) -> str:
+        """Why the state ``message`` (or None) marks a body untracked; empty when all are tracked."""
+        if message is None or (message.pusher.valid and all(body.valid for body in message.objects)):
+            return ""
+        try:
+            msg_to_snapshot(message, self.node.scene, require_valid=True)
+        except MessageError as error:
+            return str(error)
+        return ""
 
     def start(self, control: np.ndarray, duration: float, fallback: np.ndarray | None = None) -> float:
         self._check_canceled()
@@ -115,11 +150,15 @@ class RosAsyncWorld:
         return begin
 
     def wait_until(self, moment: float) -> None:
+        blind = False
         while (now := time.monotonic()) < moment:
             if self.cancel_requested():
                 self.stop()
                 return
             self._check_canceled()  # a stop latched by the executor
+            if not blind and self._tracking_problem(self.node.latest_state()[1]):
+                blind = True  # a body is lost mid-control: stop now; observe pauses until it is back
+                self.stop()
             time.sleep(min(0.005, moment - now))
         self._boundary = max(self._boundary, moment)
 

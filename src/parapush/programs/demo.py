@@ -17,6 +17,12 @@ the scene (its target and goal region), prints progress, and writes a run folder
 * ``logs/<node>.log`` — each node's output.
 
     python -m parapush.programs.demo [--scene clutter_fig1.yaml] [--out runs/NAME] [--planner realtime]
+        [--fault NAME [--fault-after 2]]
+
+``--fault NAME`` injects one fault (:mod:`parapush.programs.demo_faults`: prediction_service_killed,
+pusher_untracked, target_untracked, natnet_loss, gripper_fault, arm_fault) once the goal has executed
+``--fault-after`` controls (natnet_loss: before the goal); ``metrics.json`` gets a ``fault`` entry: what,
+when, the time to the safe stop (first zero arm command, the executor's latched stop) and the outcome.
 
 Exit status: 0 when the target reached the goal, 1 when the task failed, 2 when the
 stack did not come up or did not answer.
@@ -50,6 +56,7 @@ from parapush.nodes.recorder import McapRecorder
 from parapush.parareal import MODELS
 from parapush.planning.presets import PRESETS
 from parapush.programs.bringup import Bringup, parse_overrides
+from parapush.programs.demo_faults import FAULTS, FaultInjectionError, FaultInjector
 from parapush.programs.render_run import render_recording
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
@@ -131,6 +138,15 @@ def _wait(future, timeout: float, what: str):
     return future.result()
 
 
+def _inject(injector: FaultInjector) -> None:
+    try:
+        injector.inject()
+    except FaultInjectionError as error:
+        print(f"[demo] fault not injected: {error}", file=sys.stderr, flush=True)
+        return
+    print(f"[demo] fault {injector.fault.name} injected: {injector.detail}", flush=True)
+
+
 def _render_video(out: Path, scene, title: str, metrics: dict) -> None:
     """``run.gif`` from the recording, after the run; its frames and duration go into the metrics."""
     try:
@@ -170,6 +186,7 @@ def run_demo(options: argparse.Namespace) -> int:
     observer = Observer(node, scene)
     # before the spinner: rclpy's executor may read a half-built ActionClient ('_lock' missing)
     client = ActionClient(node, PushObject, "/push_object")
+    injector = FaultInjector(node, bringup, FAULTS[options.fault], scene.target) if options.fault else None
     spinner.start()
     result = None
     status = 2
@@ -199,9 +216,13 @@ def run_demo(options: argparse.Namespace) -> int:
                 raise DemoError("the executor did not come up (no /controls subscription or diagnostics)")
             time.sleep(0.1)
         print(f"[demo] stack up in {time.monotonic() - started:.1f} s; sending the goal", flush=True)
+        if injector is not None and injector.fault.before_goal:
+            _inject(injector)
         goal = PushObject.Goal(target_object=scene.target, goal_x=float(scene.goal.center[0]),
                                goal_y=float(scene.goal.center[1]), goal_radius=float(scene.goal.radius),
                                max_controls=options.max_controls, planner=options.planner or "")
+
+        fault_claimed: list[int] = []  # the step at which the fault's injection started
 
         def on_feedback(message) -> None:
             feedback = message.feedback
@@ -211,6 +232,10 @@ def run_demo(options: argparse.Namespace) -> int:
                   f"({feedback.control.vx * 1000:+5.1f}, {feedback.control.vy * 1000:+5.1f}) mm/s "
                   f"for {feedback.control.duration:.2f} s{'; ' + feedback.event if feedback.event else ''}",
                   flush=True)
+            if injector is not None and feedback.step + 1 >= options.fault_after and not fault_claimed \
+                    and not injector.fault.before_goal:
+                fault_claimed.append(feedback.step)
+                threading.Thread(target=_inject, args=(injector,), daemon=True).start()
 
         handle = _wait(client.send_goal_async(goal, feedback_callback=on_feedback), 30, "push_object (goal)")
         if not handle.accepted:
@@ -253,6 +278,11 @@ def run_demo(options: argparse.Namespace) -> int:
         node.destroy_node()
         rclpy.shutdown()
         metrics["wall_time_s"] = time.monotonic() - started
+        if injector is not None:
+            metrics["fault"] = {**injector.metrics(), "outcome": metrics.get("outcome"),
+                                "failure_reason": metrics.get("failure_reason", "")}
+            print(f"[demo] fault {options.fault}: {metrics['fault']['detail']}; time to safe stop "
+                  f"{metrics['fault']['time_to_safe_stop_s']} s; outcome {metrics.get('outcome')}", flush=True)
         metrics["node_exit_codes"] = codes
         metrics["recorded_messages"] = recorder.counts
         states = observer.states()
@@ -285,6 +315,8 @@ def main(args=None) -> int:
     parser.add_argument("--no-video", action="store_true", help="do not render run.gif after the run")
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME=VALUE",
                         help="parameter override for one node (repeatable)")
+    parser.add_argument("--fault", choices=sorted(FAULTS), default=None, help="inject one fault mid-goal")
+    parser.add_argument("--fault-after", type=int, default=2, help="controls executed before the fault")
     options = parser.parse_args(args)
     try:
         return run_demo(options)

@@ -1,0 +1,109 @@
+"""Issue 17: one fault injected mid-goal into the whole stack, each run as a user would run it:
+``python -m parapush.programs.demo --fault NAME`` on test_demo's short scene and planner.
+
+Each test prints the measured time to a safe stop and the goal's outcome (from the demo's
+``metrics.json``) and checks that the MCAP recording of the faulted run is complete and
+readable with the ``mcap``/``mcap_ros2`` readers (not the project's code).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+from test_demo import demo_command, describe
+
+pytestmark = pytest.mark.slow
+
+
+def run_fault(tmp_path: Path, fault: str, *extra: str) -> tuple[dict, Path, subprocess.CompletedProcess]:
+    """The demo with ``--fault fault``; returns (metrics, run folder, completed process)."""
+    out = tmp_path / "run"
+    command = [*demo_command(tmp_path, out), "--fault", fault, "--no-video", *extra]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=240, env=dict(os.environ))
+    metrics_path = out / "metrics.json"
+    assert metrics_path.is_file(), describe(completed, out)
+    metrics = json.loads(metrics_path.read_text())
+    entry = metrics["fault"]
+    assert entry["name"] == fault and entry["injected"], (entry, describe(completed, out))
+    print(f"\n{fault}: {entry['detail']}; first zero arm command {entry['first_zero_twist_after_s']} s after the "
+          f"injection, executor stop {entry['executor_stop_after_s']} s ({entry['executor_stop_reason'] or '-'}), "
+          f"zero command {entry['zero_twist_after_executor_stop_s']} s after it; time to safe stop "
+          f"{entry['time_to_safe_stop_s']} s; outcome {metrics['outcome']} ({metrics.get('failure_reason') or '-'}); "
+          f"{metrics.get('controls_executed')} controls, task {metrics.get('task_time_s')} s")
+    return metrics, out, completed
+
+
+def recorded(out: Path) -> dict[str, list[tuple[float, object]]]:
+    """{topic: [(log time s, decoded)]}: reading the whole MCAP also checks it is complete."""
+    messages: dict[str, list[tuple[float, object]]] = {}
+    with (out / "recording.mcap").open("rb") as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        assert reader.get_summary() is not None, "the MCAP has no summary (not closed)"
+        for _schema, channel, message, decoded in reader.iter_decoded_messages():
+            messages.setdefault(channel.topic, []).append((message.log_time * 1e-9, decoded))
+    assert {"/scene_state", "/controls", "/servo_node/delta_twist_cmds"} <= set(messages), sorted(messages)
+    return messages
+
+
+def is_zero(twist) -> bool:
+    return twist.twist.linear.x == 0.0 and twist.twist.linear.y == 0.0 and twist.twist.linear.z == 0.0
+
+
+def clean_exit(metrics: dict) -> None:
+    assert all(code in (0, -2) for code in metrics["node_exit_codes"].values()), metrics["node_exit_codes"]
+
+
+def test_prediction_service_killed_mid_goal(tmp_path):
+    metrics, out, completed = run_fault(tmp_path, "prediction_service_killed")
+    assert metrics["outcome"] == "SUCCESS" or (metrics["failure_reason"] and metrics["outcome"] != "STACK_ERROR"), \
+        metrics
+    assert "prediction service lost" in completed.stdout, completed.stdout[-3000:]
+    recorded(out)
+
+
+def test_pusher_untracked_for_half_a_second(tmp_path):
+    metrics, out, completed = run_fault(tmp_path, "pusher_untracked",
+                                        "--param", "executor.limits.stale_state_timeout=0.1")
+    messages = recorded(out)
+    states = messages["/scene_state"]
+    lost = [moment for moment, state in states if not state.pusher.valid]
+    assert lost, "the estimator never marked the pusher untracked"
+    last_seen = max(moment for moment, state in states if state.pusher.valid and moment < lost[0])
+    zero = [moment for moment, twist in messages["/servo_node/delta_twist_cmds"]
+            if moment > last_seen and is_zero(twist)]
+    assert zero, "no zero arm command after the pusher was lost"
+    print(f"pusher lost: first zero arm command {zero[0] - last_seen:.3f} s after the last valid observation")
+    assert zero[0] - last_seen <= 0.15, zero[0] - last_seen
+    assert metrics["outcome"] == "SUCCESS", (metrics["outcome"], metrics["failure_reason"])
+
+
+def test_target_untracked_for_three_seconds(tmp_path):
+    metrics, out, completed = run_fault(tmp_path, "target_untracked")
+    recorded(out)
+    assert "paused:" in completed.stdout and "resumed after" in completed.stdout, completed.stdout[-3000:]
+    assert metrics["outcome"] == "SUCCESS" or metrics["failure_reason"], metrics
+
+
+def test_natnet_loss_for_the_whole_goal(tmp_path):
+    metrics, out, completed = run_fault(tmp_path, "natnet_loss")
+    recorded(out)
+    assert metrics["outcome"] == "SUCCESS", (metrics["outcome"], metrics["failure_reason"])
+
+
+@pytest.mark.parametrize(("fault", "named"), [("gripper_fault", "gripper"), ("arm_fault", "follow")])
+def test_actuator_fault_stops_the_pusher_and_names_the_fault(tmp_path, fault, named):
+    metrics, out, completed = run_fault(tmp_path, fault)
+    recorded(out)
+    entry = metrics["fault"]
+    assert entry["executor_stop_after_s"] is not None, (entry, describe(completed, out))
+    assert entry["zero_twist_after_executor_stop_s"] is not None, entry
+    assert entry["zero_twist_after_executor_stop_s"] <= 0.2, entry
+    assert metrics["outcome"] == "ERROR" and named in metrics["failure_reason"].lower(), \
+        (metrics["outcome"], metrics["failure_reason"])
+    clean_exit(metrics)

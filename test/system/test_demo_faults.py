@@ -24,7 +24,11 @@ pytestmark = pytest.mark.slow
 def run_fault(tmp_path: Path, fault: str, *extra: str) -> tuple[dict, Path, subprocess.CompletedProcess]:
     """The demo with ``--fault fault``; returns (metrics, run folder, completed process)."""
     out = tmp_path / "run"
-    command = [*demo_command(tmp_path, out), "--fault", fault, "--no-video", *extra]
+    # The executor's first Modbus requests to the simulated gripper, which is still loading its
+    # world, timed out at the default 0.25 s on the loaded CI machine (2 of 8 runs: the executor
+    # exits 3 at start-up); a longer request timeout does not delay the fault detection (polled).
+    command = [*demo_command(tmp_path, out), "--fault", fault, "--no-video",
+               "--param", "executor.gripper.request_timeout=1.0", *extra]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=240, env=dict(os.environ))
     metrics_path = out / "metrics.json"
     assert metrics_path.is_file(), describe(completed, out)
@@ -32,8 +36,8 @@ def run_fault(tmp_path: Path, fault: str, *extra: str) -> tuple[dict, Path, subp
     entry = metrics["fault"]
     assert entry["name"] == fault and entry["injected"], (entry, describe(completed, out))
     print(f"\n{fault}: {entry['detail']}; first zero arm command {entry['first_zero_twist_after_s']} s after the "
-          f"injection, executor stop {entry['executor_stop_after_s']} s ({entry['executor_stop_reason'] or '-'}), "
-          f"zero command {entry['zero_twist_after_executor_stop_s']} s after it; time to safe stop "
+          f"injection, the zero that ended the motion {entry['stop_twist_after_s']} s; executor stop received "
+          f"{entry['executor_stop_after_s']} s ({entry['executor_stop_reason'] or '-'}); time to safe stop "
           f"{entry['time_to_safe_stop_s']} s; outcome {metrics['outcome']} ({metrics.get('failure_reason') or '-'}); "
           f"{metrics.get('controls_executed')} controls, task {metrics.get('task_time_s')} s")
     return metrics, out, completed
@@ -112,8 +116,11 @@ def test_actuator_fault_stops_the_pusher_and_names_the_fault(tmp_path, fault, na
     recorded(out)
     entry = metrics["fault"]
     assert entry["executor_stop_after_s"] is not None, (entry, describe(completed, out))
-    assert entry["zero_twist_after_executor_stop_s"] is not None, entry
-    assert entry["zero_twist_after_executor_stop_s"] <= 0.2, entry
+    # the executor zeroes the command at its latch (its first zero command's stamp); the demo hears
+    # of the latch later (executor_status has no stamp): the stop is within 200 ms of that
+    assert entry["stop_twist_after_s"] is not None, entry
+    assert entry["stop_twist_after_s"] <= entry["executor_stop_after_s"] + 0.2, entry
+    assert entry["last_motion_after_executor_stop_s"] is None, entry  # never moved again
     assert metrics["outcome"] == "ERROR" and named in metrics["failure_reason"].lower(), \
         (metrics["outcome"], metrics["failure_reason"])
     clean_exit(metrics)

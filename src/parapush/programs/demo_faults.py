@@ -7,9 +7,11 @@ bringup's prediction service process (the graph respawns it). ``natnet_loss`` is
 the goal is sent (it lasts the whole goal); the others once the goal has executed
 ``after_steps`` controls.
 
-:class:`FaultInjector` also measures what the stack did: the time from the injection to the
-first zero arm command (``/servo_node/delta_twist_cmds``) and to the executor's latched stop
-(``executor_status``), for ``metrics.json``.
+:class:`FaultInjector` also measures what the stack did, for ``metrics.json``, on the wall
+clock (the ROS clock of every node): the arm commands (``/servo_node/delta_twist_cmds``) by
+their header stamps (when the executor published them: on a loaded machine the demo receives
+them up to a few hundred ms later), the executor's latched stop (``executor_status``, which
+has no stamp) by when the demo received it, so a detection time is an upper bound.
 """
 
 from __future__ import annotations
@@ -77,12 +79,10 @@ class FaultInjector:
         self.fault = fault
         self.target = target
         self.lock = threading.Lock()
-        self.injected_at: float | None = None  # monotonic s
         self.injected_wall: float | None = None  # s since the epoch
         self.detail = ""
-        self.first_zero_twist: float | None = None  # monotonic s, after the injection
-        self.latched_stop: tuple[float, str] | None = None  # (monotonic s, executor's reason)
-        self.zero_twist_after_latch: float | None = None  # monotonic s of the first zero command after it
+        self.twists: list[tuple[float, bool]] = []  # (header stamp, s since the epoch; zero) of every command
+        self.latched_stop: tuple[float, str] | None = None  # (received, s since the epoch; executor's reason)
         node.create_subscription(TwistStamped, TWIST_TOPIC, self._on_twist, 50)
         node.create_subscription(DiagnosticStatus, "/executor_status", self._on_status,
                                  QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -90,20 +90,16 @@ class FaultInjector:
         self._untrack = node.create_client(UntrackBody, f"{DRIVER}/untrack_body")
 
     def _on_twist(self, message: TwistStamped) -> None:
-        now = time.monotonic()
         linear = message.twist.linear
-        zero = linear.x == 0.0 and linear.y == 0.0 and linear.z == 0.0
+        stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
         with self.lock:
-            if zero and self.injected_at is not None and self.first_zero_twist is None:
-                self.first_zero_twist = now
-            if zero and self.latched_stop is not None and self.zero_twist_after_latch is None:
-                self.zero_twist_after_latch = now
+            self.twists.append((stamp, linear.x == 0.0 and linear.y == 0.0 and linear.z == 0.0))
 
     def _on_status(self, message: DiagnosticStatus) -> None:
         latched = any(value.key == "stop_latched" and value.value == "True" for value in message.values)
         with self.lock:
-            if latched and self.injected_at is not None and self.latched_stop is None:
-                self.latched_stop = (time.monotonic(), message.message)
+            if latched and self.injected_wall is not None and self.latched_stop is None:
+                self.latched_stop = (time.time(), message.message)
 
     def inject(self, timeout: float = 10.0) -> None:
         """Inject the fault now (blocking up to ``timeout`` s for the driver's answer).
@@ -140,7 +136,7 @@ class FaultInjector:
 
     def _mark(self, detail: str) -> None:
         with self.lock:
-            self.injected_at, self.injected_wall, self.detail = time.monotonic(), time.time(), detail
+            self.injected_wall, self.detail = time.time(), detail
 
     @staticmethod
     def _wait(future, timeout: float):
@@ -152,23 +148,30 @@ class FaultInjector:
         return future.result()
 
     def metrics(self) -> dict:
-        """The fault's entry of ``metrics.json``: name, what was done, when (s since the epoch),
-        s from the injection to the first zero arm command and to the executor's latched stop
-        (None: not seen), the executor's reason and s from its stop to the next zero command."""
+        """The fault's entry of ``metrics.json`` (times in s; None: not seen): name, what was done,
+        when (``injected_at_unix_s``); ``first_zero_twist_after_s``: the first zero arm command
+        stamped after the injection; ``executor_stop_after_s`` and ``executor_stop_reason``: the
+        executor's latched stop (received); ``last_motion_after_executor_stop_s``: the last
+        non-zero arm command stamped after it was received (None: none, the pusher stayed
+        stopped); ``stop_twist_after_s``: the zero command that ended the last motion stamped
+        after the injection; ``time_to_safe_stop_s``: the earliest of the first zero command and
+        the executor's stop."""
         with self.lock:
-            injected = self.injected_at
+            injected = self.injected_wall
+            twists = [(stamp, zero) for stamp, zero in self.twists if injected is not None and stamp >= injected]
+            latched = self.latched_stop
             entry = {"name": self.fault.name, "description": self.fault.description, "detail": self.detail,
-                     "injected": injected is not None, "injected_at_unix_s": self.injected_wall,
-                     "first_zero_twist_after_s": None, "executor_stop_after_s": None, "executor_stop_reason": ""}
-            if injected is not None and self.first_zero_twist is not None:
-                entry["first_zero_twist_after_s"] = self.first_zero_twist - injected
-            entry["zero_twist_after_executor_stop_s"] = None
-            if injected is not None and self.latched_stop is not None:
-                entry["executor_stop_after_s"] = self.latched_stop[0] - injected
-                entry["executor_stop_reason"] = self.latched_stop[1]
-                if self.zero_twist_after_latch is not None:
-                    entry["zero_twist_after_executor_stop_s"] = self.zero_twist_after_latch - self.latched_stop[0]
-            stops = [value for value in (entry["first_zero_twist_after_s"], entry["executor_stop_after_s"])
-                     if value is not None]
-            entry["time_to_safe_stop_s"] = min(stops) if stops else None
+                     "injected": injected is not None, "injected_at_unix_s": injected}
+        zeros = [stamp for stamp, zero in twists if zero]
+        moving = [stamp for stamp, zero in twists if not zero]
+        entry["first_zero_twist_after_s"] = zeros[0] - injected if zeros else None
+        ending = [stamp for stamp in zeros if not moving or stamp > moving[-1]]
+        entry["stop_twist_after_s"] = ending[0] - injected if ending else None
+        entry["executor_stop_after_s"] = latched[0] - injected if latched and injected is not None else None
+        entry["executor_stop_reason"] = latched[1] if latched else ""
+        late = [stamp for stamp in moving if latched and stamp > latched[0]]
+        entry["last_motion_after_executor_stop_s"] = late[-1] - latched[0] if late else None
+        stops = [value for value in (entry["first_zero_twist_after_s"], entry["executor_stop_after_s"])
+                 if value is not None]
+        entry["time_to_safe_stop_s"] = min(stops) if stops else None
         return entry

@@ -35,11 +35,13 @@ Choice: the cheapest configuration with no unstable row whose ``SELECTION_STATIS
 on the families ``CHOICE_FAMILIES`` is within ``POSITION_BOUND_MM`` / ``YAW_BOUND_DEG``, or
 within the chaos floor's where that is larger.
 
-    python bench/fine_model_cost.py [--quick]
+    python bench/fine_model_cost.py [--quick] [--reference]
 
 Writes bench/results/fine_model_cost.{json,png} (``fine_model_cost_quick.*`` with --quick):
 a ``summary`` list (one row per configuration and push family), the per-set ``rows``,
-the ``choice`` and the printed ``table``.
+the ``choice`` and the printed ``table``. The figures the README quotes (see
+:func:`readme_figures`) go to ``bench/results/fine_model_cost.figures.json``, with
+``--reference`` to ``bench/reference/fine_model_cost.json`` (see ``bench/reference.py``).
 """
 
 from __future__ import annotations
@@ -54,14 +56,15 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+import reference as bench_reference
 from fine_model_defaults import time_per_second
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.physics.mjcf import pusher_servo_gain
+from parapush.physics.planar_geometry import disc_obstacle_clearance, object_obstacle_clearance
 from parapush.planning.initial_guess import straight_line_controls
 from parapush.planning.mpc import MpcSettings
 from parapush.planning.optimizer import OptimizerSettings, clip_to_speed
-from parapush.planning.planar_geometry import disc_obstacle_clearance, object_obstacle_clearance
 from parapush.scene import Scene, load_scene, wrap_angle
 from parapush.sim.model_world import scene_initial_state
 from parareal_common import format_table, paper_scene, write_results
@@ -404,6 +407,32 @@ def figure(summary: list[dict]) -> Figure:
     return drawing
 
 
+README_FIGURES = {
+    "euler_2ms": ("euler 2 ms", ("table1", "planner")),
+    "euler_5ms": ("euler 5 ms", ("table1",)),
+    "euler_10ms": ("euler 10 ms", ("table1",)),
+    "chaos_floor": (CHAOS_NAME, ("planner",)),
+}
+"""Figure prefix -> (configuration, push families) whose cost ratio and p95/max position error
+the README quotes."""
+
+
+def readme_figures(summary: list[dict]) -> dict[str, float]:
+    """``<prefix>_<family>_cost_ratio``, ``..._position_p95_mm`` and ``..._position_max_mm``
+    of the :data:`README_FIGURES` rows of ``summary`` (families with a hyphen are written
+    with an underscore)."""
+    rows = {(row["config"], row["family"]): row for row in summary}
+    figures = {}
+    for prefix, (config, families) in README_FIGURES.items():
+        for family in families:
+            row = rows[config, family]
+            name = f"{prefix}_{family.replace('-', '_')}"
+            figures[f"{name}_cost_ratio"] = row["cost_ratio"]
+            figures[f"{name}_position_p95_mm"] = row["position_error_mm"]["p95"]
+            figures[f"{name}_position_max_mm"] = row["position_error_mm"]["max"]
+    return figures
+
+
 def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown")
@@ -416,7 +445,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer pushes, scenes and repetitions")
     parser.add_argument("--seed", type=int, default=0, help="seed of the Table 1 offsets and the planner's noise")
+    bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
+    if args.reference and args.quick:
+        parser.error("--reference: a --quick run cannot be the README's reference")
+    load_before = bench_reference.load_average()
     states_count, samples, repeats = (10, 8, 3) if args.quick else (100, 20, 5)
     scene_paths = [SCENES / f"{name}.yaml" for name in QUICK_SCENES] if args.quick else sorted(SCENES.glob("*.yaml"))
     host = machine()
@@ -443,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     json_path, png_path = write_results("fine_model_cost_quick" if args.quick else "fine_model_cost", payload,
                                         figure(summary))
     print(f"wrote {json_path} and {png_path}")
+    bench_reference.write_figures("fine_model_cost", readme_figures(summary), reference=args.reference,
+                                  load_before=load_before, quick=args.quick)
     return 0
 
 

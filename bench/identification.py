@@ -18,7 +18,10 @@ scene *file*) to them. ``--test`` more pushes, never seen by the fit, measure:
 for the scene file's parameters, the identified ones and the true ones (the last is the
 floor: the noise and the world/fine-model differences that no parameter can remove).
 
-    python bench/identification.py [--quick] [--train 8] [--test 8] [--seed 0]
+    python bench/identification.py [--quick] [--train 8] [--test 8] [--seed 0] [--reference]
+
+The README quotes the held-out open-loop position errors and the identified pusher friction;
+``--reference`` writes them to ``bench/reference/identification.json`` (see ``bench/reference.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import time
 import numpy as np
 from matplotlib.figure import Figure
 
+import reference as bench_reference
 from parapush.execution.commands import TwistCommand
 from parapush.graph import config_dir, resolve_scene_path
 from parapush.identification import IdentificationSettings, ObjectIdentifier, ObjectParameters, PushRecord
@@ -106,7 +110,9 @@ def main() -> int:
     parser.add_argument("--test", type=int, default=8)
     parser.add_argument("--observation-noise", type=float, default=0.0005, help="m, std added to observed poses")
     parser.add_argument("--seed", type=int, default=0)
+    bench_reference.add_reference_argument(parser)
     args = parser.parse_args()
+    load_before = bench_reference.load_average()
     train, test = (4, 4) if args.quick else (args.train, args.test)
     scene = load_scene(resolve_scene_path("clutter_fig1.yaml"))
     nominal_scene = alone(scene, 0.0, 0.0)
@@ -165,6 +171,21 @@ def main() -> int:
                    "history_m": result.history.tolist()},
     }, figure)
     print(f"wrote {json_path} and {png_path}")
+    bench_reference.write_figures(
+        "identification",
+        {
+            "held_out_error_mm_scene_parameters": open_loop["scene file"][0],
+            "held_out_error_mm_identified": open_loop["identified"][0],
+            "held_out_error_mm_true_parameters": open_loop["true"][0],
+            "pusher_friction_identified": float(result.parameters.pusher_friction),
+            "pusher_friction_true": TRUTH.pusher_friction,
+            "training_pushes": train,
+            "push_duration_s": CONTROLS * DURATION,
+        },
+        reference=args.reference,
+        load_before=load_before,
+        quick=args.quick,
+    )
     return 0
 
 

@@ -27,10 +27,12 @@ Every variant runs once per round, rounds repeated (round robin, so load changes
 variants alike); the verdicts use the median over rounds of the per-round ratios
 (serial / Parareal in the same round, auto / best in the same round).
 
-    python bench/parareal_speedup.py [--quick] [--repeats R]
+    python bench/parareal_speedup.py [--quick] [--repeats R] [--reference]
 
 Writes bench/results/parareal_speedup.{json,png}; the load average before and after is
-stored with the numbers.
+stored with the numbers. The README quotes, per N, the K = 1 speedup (median of the paired
+rounds) and its percentage of the ideal bound; ``--reference`` writes them to
+``bench/reference/parareal_speedup.json`` (see ``bench/reference.py``; run it on an idle machine).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+import reference as bench_reference
 from parapush.parareal import (
     PararealOptions,
     PararealSolver,
@@ -389,9 +392,25 @@ def planner_batch(
     }
 
 
+def readme_figures(single: dict[str, dict]) -> dict[str, float]:
+    """The README's figures per N of ``single`` (``{"N=4": single_trajectory(...), ...}``):
+    ``k1_speedup_n<N>``, the K = 1 speedup (median over the rounds of serial / Parareal in the
+    same round), ``k1_percent_of_ideal_bound_n<N>``, that median as % of the ideal bound (the
+    verdict's figure), and ``k1_ideal_bound_n<N>``, the bound itself."""
+    figures = {}
+    for label, part in single.items():
+        slices = label.removeprefix("N=")
+        k1 = part["variants"]["parareal K=1"]
+        figures[f"k1_speedup_n{slices}"] = k1["paired_speedup"]["median"]
+        figures[f"k1_percent_of_ideal_bound_n{slices}"] = 100 * k1["of_bound_paired"]
+        figures[f"k1_ideal_bound_n{slices}"] = k1["bound"]
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = common_arguments(__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 20, quick 5)")
+    bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
     repeats = args.repeats or (5 if args.quick else 20)
     slice_counts = (4,) if args.quick else (4, 8)
@@ -498,6 +517,13 @@ def main(argv: list[str] | None = None) -> int:
         figure,
     )
     print(f"wrote {json_path} and {png_path}")
+    bench_reference.write_figures(
+        "parareal_speedup",
+        readme_figures(single),
+        reference=args.reference,
+        load_before=[round(value, 2) for value in load_before],
+        quick=args.quick,
+    )
     return 0
 
 

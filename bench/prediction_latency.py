@@ -2,7 +2,8 @@
 
 The prediction service node runs as its own process (as deployed); this process calls it
 over Fast DDS on loopback and, interleaved, calls an identical PredictionEngine directly.
-For each request size (1 sequence x 4 controls, 20 x 4) it reports the median and p90 of:
+``--rounds`` rounds, each of ``--repeats`` calls per request size (1 sequence x 4 controls,
+20 x 4; the sizes take turns within a round). Over all calls of a size it reports the median and p90 of:
 the direct call, the ROS round trip, the time the service spent inside the engine
 (``time_total`` of the response), and the ROS overhead = round trip - time inside.
 The overhead is then split, from in-process timings of the same messages in the same run,
@@ -10,7 +11,12 @@ into serialisation (what any ROS call of this size pays: request and response CD
 (de)serialisation plus the service's message <-> array conversions) and the rest
 (transport, executors, wake-ups), which is what the target bounds.
 
-    python bench/prediction_latency.py [--quick] [--repeats 40]
+The README quotes ranges over the rounds of each round's median (p50 over its calls):
+``ros_overhead_ms_<size>_min``/``_max`` per request size, and ``rest_ms_min``/``_max`` over
+both sizes; ``--reference`` writes them to ``bench/reference/prediction_latency.json`` (see
+``bench/reference.py``; run it on an idle machine).
+
+    python bench/prediction_latency.py [--quick] [--rounds 5] [--repeats 40] [--reference]
 
 Target (issue): ROS overhead under 2 ms plus serialisation (the ``rest`` column).
 """
@@ -31,6 +37,7 @@ import rclpy
 from parareal_pushing.srv import PredictTrajectory
 from rclpy.serialization import deserialize_message, serialize_message
 
+import reference as bench_reference
 from parapush.graph import config_dir, resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg
 from parapush.nodes.prediction_messages import fill_prediction_response, prediction_request_from_msg
@@ -89,14 +96,37 @@ def percentile(values, q):
     return float(np.percentile(np.asarray(values) * 1000.0, q))
 
 
+def round_medians(values: np.ndarray) -> np.ndarray:
+    """ms: the median of each round of ``values`` (rounds x repeats, s)."""
+    return np.median(np.asarray(values) * 1000.0, axis=1)
+
+
+def readme_figures(rows: list[dict]) -> dict[str, float]:
+    """The README's ranges (ms): per request size, min and max over the rounds of the round's
+    median ROS overhead; over both sizes, min and max of the round's median rest."""
+    figures = {}
+    for row in rows:
+        size = f"{row['sequences']}x{row['controls']}"
+        figures[f"ros_overhead_ms_{size}_min"] = min(row["ros_overhead_ms_p50_per_round"])
+        figures[f"ros_overhead_ms_{size}_max"] = max(row["ros_overhead_ms_p50_per_round"])
+    rests = [value for row in rows for value in row["rest_ms_p50_per_round"]]
+    figures["rest_ms_min"], figures["rest_ms_max"] = min(rests), max(rests)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 8 calls")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (the README's ranges are over them)")
+    parser.add_argument("--repeats", type=int, default=40, help="calls per request size and round")
     parser.add_argument("--model", default="coarse", choices=MODELS,
                         help="model of the requests (coarse isolates the ROS overhead)")
+    bench_reference.add_reference_argument(parser)
     options = parser.parse_args()
-    repeats = 8 if options.quick else options.repeats
+    load_before = bench_reference.load_average()
+    rounds, repeats = (2, 8) if options.quick else (options.rounds, options.repeats)
+    if rounds < 1 or repeats < 1:
+        parser.error("--rounds and --repeats: need at least 1")
     scene = load_scene(resolve_scene_path(SCENE_NAME))
     domain = str(150 + os.getpid() % 50)
     environment = {**os.environ, "ROS_DOMAIN_ID": domain}
@@ -116,38 +146,52 @@ def main() -> int:
             raise RuntimeError("the prediction service did not come up")
         config: ModelConfig = dataclasses.replace(load_model_config(MODEL_CONFIG), workers=2, schedule="parareal")
         with PredictionEngine(scene, config) as engine:  # what the service builds from the same parameters
+            iterations = 1 if options.model == "parareal" else -1
+            sizes = {}
             for sequences in (1, 20):
                 initial, controls, durations = request_parts(scene, sequences)
-                iterations = 1 if options.model == "parareal" else -1
                 message = ros_request(scene, initial, controls, options.model, iterations)
                 direct_request = PredictionRequest(initial, controls, durations, model=options.model,
                                                    iterations=None if iterations < 0 else iterations)
                 for _ in range(3):  # warm up both paths
                     engine.predict(direct_request)
                     call(client, message)
-                direct, round_trip, inside, serialisation = [], [], [], []
-                for _ in range(repeats):  # interleaved: this shared machine's speed drifts by 2x over seconds
-                    started = time.perf_counter()
-                    outcome = engine.predict(direct_request)
-                    direct.append(time.perf_counter() - started)
-                    serialisation.append(serialisation_time(scene, message, outcome))
-                    started = time.perf_counter()
-                    response = call(client, message)
-                    round_trip.append(time.perf_counter() - started)
-                    if not response.success:
-                        raise RuntimeError(response.message)
-                    inside.append(response.time_total)
-                overhead = np.array(round_trip) - np.array(inside)
-                rest = overhead - np.array(serialisation)
+                sizes[sequences] = (message, direct_request)
+            timings = {sequences: {key: np.zeros((rounds, repeats))
+                                   for key in ("direct", "round_trip", "inside", "serialisation")}
+                       for sequences in sizes}
+            for round_index in range(rounds):
+                for sequences, (message, direct_request) in sizes.items():
+                    timing = timings[sequences]
+                    for repeat in range(repeats):  # interleaved: this shared machine's speed drifts over seconds
+                        started = time.perf_counter()
+                        outcome = engine.predict(direct_request)
+                        timing["direct"][round_index, repeat] = time.perf_counter() - started
+                        timing["serialisation"][round_index, repeat] = serialisation_time(scene, message, outcome)
+                        started = time.perf_counter()
+                        response = call(client, message)
+                        timing["round_trip"][round_index, repeat] = time.perf_counter() - started
+                        if not response.success:
+                            raise RuntimeError(response.message)
+                        timing["inside"][round_index, repeat] = response.time_total
+            for sequences, (message, _) in sizes.items():
+                timing = timings[sequences]
+                overhead = timing["round_trip"] - timing["inside"]
+                rest = overhead - timing["serialisation"]
                 rows.append({
-                    "sequences": sequences, "controls": 4, "model": options.model, "repeats": repeats,
-                    "direct_ms_p50": percentile(direct, 50), "direct_ms_p90": percentile(direct, 90),
-                    "ros_ms_p50": percentile(round_trip, 50), "ros_ms_p90": percentile(round_trip, 90),
-                    "inside_service_ms_p50": percentile(inside, 50),
+                    "sequences": sequences, "controls": 4, "model": options.model, "rounds": rounds,
+                    "repeats": repeats,
+                    "direct_ms_p50": percentile(timing["direct"], 50),
+                    "direct_ms_p90": percentile(timing["direct"], 90),
+                    "ros_ms_p50": percentile(timing["round_trip"], 50),
+                    "ros_ms_p90": percentile(timing["round_trip"], 90),
+                    "inside_service_ms_p50": percentile(timing["inside"], 50),
                     "ros_overhead_ms_p50": percentile(overhead, 50), "ros_overhead_ms_p90": percentile(overhead, 90),
-                    "serialisation_ms": percentile(serialisation, 50),
+                    "serialisation_ms": percentile(timing["serialisation"], 50),
                     "rest_ms_p50": percentile(rest, 50),
                     "rest_ms_p90": percentile(rest, 90),
+                    "ros_overhead_ms_p50_per_round": round_medians(overhead).tolist(),
+                    "rest_ms_p50_per_round": round_medians(rest).tolist(),
                     "request_bytes": len(serialize_message(message)),
                 })
     finally:
@@ -169,9 +213,16 @@ def main() -> int:
           "i.e. rest = overhead - serialisation under 2 ms: "
           + ", ".join(f"{row['sequences']} x {row['controls']} {'met' if row['rest_ms_p50'] < 2.0 else 'MISSED'}"
                       for row in rows))
+    figures = readme_figures(rows)
+    print(f"over {rounds} rounds, the round's median: ROS overhead "
+          + ", ".join(f"{row['sequences']} x {row['controls']} {min(row['ros_overhead_ms_p50_per_round']):.2f}-"
+                      f"{max(row['ros_overhead_ms_p50_per_round']):.2f} ms" for row in rows)
+          + f"; rest {figures['rest_ms_min']:.2f}-{figures['rest_ms_max']:.2f} ms")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "prediction_latency.json").write_text(json.dumps(rows, indent=2) + "\n")
     _plot(rows)
+    bench_reference.write_figures("prediction_latency", figures, reference=options.reference,
+                                  load_before=load_before, quick=options.quick)
     return 0
 
 

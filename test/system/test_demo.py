@@ -18,12 +18,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
+from PIL import Image
 from test_bringup import short_planner_file
 
+from foxglove_layout import layout_topics, load_layout
 from local_ports import free_port
 
 pytestmark = pytest.mark.slow
@@ -46,7 +49,19 @@ RECORDED_TOPICS = {
     "/planned_trajectory": "parareal_pushing/msg/PredictedTrajectory",
     "/servo_node/delta_twist_cmds": "geometry_msgs/msg/TwistStamped",
     "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
+    "/visualization/scene": "visualization_msgs/msg/MarkerArray",
+    "/visualization/plan": "visualization_msgs/msg/MarkerArray",
+    "/visualization/executed_target_path": "nav_msgs/msg/Path",
+    "/visualization/executed_pusher_path": "nav_msgs/msg/Path",
+    "/visualization/distance_to_goal": "std_msgs/msg/Float64",
+    "/visualization/pusher_speed": "std_msgs/msg/Float64",
+    "/visualization/replan_time": "std_msgs/msg/Float64",
 }
+# The estimator's error bound for the comparison of the markers with the simulated world's true
+# poses (the mocap noise and the filter's lag; measured on this scene: at most 1.1 mm and 0.004 rad).
+ESTIMATOR_POSITION_ERROR = 0.005  # m
+ESTIMATOR_YAW_ERROR = 0.05  # rad
+VIDEO_FRAME_PERIOD = 0.2  # s, the demo's
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -131,3 +146,132 @@ def test_demo_writes_the_plot(demo_run):
     assert png[:8] == PNG_SIGNATURE, describe(completed, out)
     length, chunk, width, height = struct.unpack(">I4sII", png[8:24])
     assert chunk == b"IHDR" and width >= 200 and height >= 200
+
+
+def read_decoded(path: Path) -> dict[str, list[tuple[int, object]]]:
+    """{topic: [(log time ns, decoded message)]} of an MCAP, decoded by mcap_ros2 (not the project's code)."""
+    messages: dict[str, list[tuple[int, object]]] = {}
+    with path.open("rb") as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        for _schema, channel, message, decoded in reader.iter_decoded_messages():
+            messages.setdefault(channel.topic, []).append((message.log_time, decoded))
+    return messages
+
+
+def seconds(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def yaw_of(orientation) -> float:
+    return 2.0 * np.arctan2(orientation.z, orientation.w)
+
+
+def true_poses(messages) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The /sim/true_state stamps (s) and {body: (T, 3) x, y, yaw} (the pusher's yaw 0)."""
+    states = [decoded for _, decoded in messages["/sim/true_state"]]
+    stamps = np.array([seconds(state.header.stamp) for state in states])
+    poses = {"pusher": [[state.pusher.x, state.pusher.y, 0.0] for state in states]}
+    for state in states:
+        for body in state.objects:
+            poses.setdefault(body.name, []).append([body.x, body.y, body.yaw])
+    return stamps, {name: np.array(values) for name, values in poses.items()}
+
+
+def true_pose_at(stamps, poses, stamp: float) -> np.ndarray | None:
+    """The true pose (x, y, yaw) interpolated at ``stamp`` (s); None outside the recorded true states."""
+    if not stamps[0] <= stamp <= stamps[-1]:
+        return None
+    yaw = np.unwrap(poses[:, 2])
+    return np.array([np.interp(stamp, stamps, poses[:, 0]), np.interp(stamp, stamps, poses[:, 1]),
+                     np.interp(stamp, stamps, yaw)])
+
+
+def pose_errors(measured: np.ndarray, truth: np.ndarray | None) -> list[tuple[float, float]]:
+    """[(position error m, yaw error rad)], or [] when there is no truth to compare with."""
+    if truth is None:
+        return []
+    yaw_error = abs((measured[2] - truth[2] + np.pi) % (2 * np.pi) - np.pi)
+    return [(float(np.hypot(*(measured[:2] - truth[:2]))), float(yaw_error))]
+
+
+def test_demo_markers_and_paths_match_the_true_state(demo_run):
+    """The visualizer's markers and paths (read with mcap_ros2) stand where the simulated world's
+    bodies were, within the estimator's error; so do the estimator's own states."""
+    completed, out = demo_run
+    messages = read_decoded(out / "recording.mcap")
+    stamps, poses = true_poses(messages)
+    names = {index: spec["name"] for index, spec in enumerate(SCENE["objects"])}
+    errors = {"markers": [], "estimator": [], "target path": [], "pusher path": []}
+    arrays = [decoded for _, decoded in messages["/visualization/scene"]]
+    assert len(arrays) >= 10, describe(completed, out)
+    tracked = {(state.header.stamp.sec, state.header.stamp.nanosec):  # the bodies tracked in each estimate
+               {body.name for body in state.objects if body.valid} | ({"pusher"} if state.pusher.valid else set())
+               for _, state in messages["/scene_state"]}
+    for array in arrays:
+        for marker in array.markers:
+            assert marker.header.frame_id == "table"
+            if marker.ns not in ("objects", "pusher"):
+                continue
+            name = "pusher" if marker.ns == "pusher" else names[marker.id]
+            if name not in tracked.get((marker.header.stamp.sec, marker.header.stamp.nanosec), ()):
+                continue  # a stale body, drawn grey where it was last seen
+            truth = true_pose_at(stamps, poses[name], seconds(marker.header.stamp))
+            measured = np.array([marker.pose.position.x, marker.pose.position.y, yaw_of(marker.pose.orientation)])
+            if name == "pusher":
+                measured[2] = 0.0
+            errors["markers"] += pose_errors(measured, truth)
+    for _, state in messages["/scene_state"]:
+        for body in state.objects:
+            if body.valid:
+                truth = true_pose_at(stamps, poses[body.name], seconds(state.header.stamp))
+                errors["estimator"] += pose_errors(np.array([body.x, body.y, body.yaw]), truth)
+    for topic, body in (("/visualization/executed_target_path", SCENE["target"]),
+                        ("/visualization/executed_pusher_path", "pusher")):
+        path = messages[topic][-1][1]
+        assert path.header.frame_id == "table" and len(path.poses) >= 2
+        for pose in path.poses:
+            truth = true_pose_at(stamps, poses[body], seconds(pose.header.stamp))
+            measured = np.array([pose.pose.position.x, pose.pose.position.y, yaw_of(pose.pose.orientation)])
+            if body == "pusher":
+                measured[2] = 0.0
+            errors[topic.split("_", 1)[1].replace("_", " ")] += pose_errors(measured, truth)
+    worst = {kind: np.max(values, axis=0).round(4).tolist() for kind, values in errors.items() if values}
+    for kind, values in errors.items():
+        values = np.array(values)
+        assert len(values) >= 2, f"{len(values)} {kind} poses to compare"
+        assert np.all(values[:, 0] <= ESTIMATOR_POSITION_ERROR), f"{kind}: position errors (m, rad) {worst}"
+        assert np.all(values[:, 1] <= ESTIMATOR_YAW_ERROR), f"{kind}: yaw errors (m, rad) {worst}"
+    # The markers and paths are the estimator's states: no further from the truth than its worst.
+    for kind in ("markers", "target path", "pusher path"):
+        assert np.all(np.max(errors[kind], axis=0) <= np.max(errors["estimator"], axis=0) + 1e-6), worst
+    plans = [decoded for _, decoded in messages["/visualization/plan"]]
+    assert plans and all(len(marker.points) >= 2 for array in plans for marker in array.markers)
+
+
+def test_demo_writes_a_video_as_long_as_the_run(demo_run):
+    completed, out = demo_run
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["video"]["file"] == "run.gif", describe(completed, out)
+    gif = out / "run.gif"
+    assert gif.stat().st_size < 5_000_000
+    with Image.open(gif) as image:
+        frames = image.n_frames
+        durations = []
+        for index in range(frames):
+            image.seek(index)
+            durations.append(image.info["duration"])
+    log_times = [log_time for log_time, _ in read_decoded(out / "recording.mcap")["/sim/true_state"]]
+    run_duration = (log_times[-1] - log_times[0]) * 1e-9
+    assert frames == metrics["video"]["frames"] == int(run_duration / VIDEO_FRAME_PERIOD + 1e-9) + 1
+    assert set(durations) == {round(VIDEO_FRAME_PERIOD * 1000)}
+    assert 0.0 < sum(durations) / 1000 - run_duration <= VIDEO_FRAME_PERIOD + 1e-6
+
+
+def test_the_foxglove_layout_reads_topics_the_recording_contains(demo_run):
+    completed, out = demo_run
+    messages = read_decoded(out / "recording.mcap")
+    for topic, paths in layout_topics(load_layout()).items():
+        assert messages.get(topic), f"the layout's {topic} has no message in the recording"
+        decoded = messages[topic][-1][1]
+        for path in paths:
+            assert not path or hasattr(decoded, path[0]), f"{topic}: no field {path[0]!r}"

@@ -28,7 +28,8 @@ def test_the_project_graph_respawns_only_the_rebuildable_nodes():
     graph = load_graph(ROOT / "config" / "graph.yaml")
     policy = {node.name: node.on_exit for node in graph.nodes}
     assert policy == {"sim_driver": "shutdown", "state_estimator": "shutdown", "prediction_service": "respawn",
-                      "identification": "respawn", "mpc": "shutdown", "executor": "shutdown"}
+                      "identification": "respawn", "mpc": "shutdown", "executor": "shutdown",
+                      "visualizer": "respawn"}
 
 
 @pytest.mark.parametrize("profile", ["sim", "real"])

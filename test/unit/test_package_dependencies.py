@@ -22,6 +22,7 @@ DEPENDENCIES = {
     "pymodbus": ("python3-pymodbus", "pymodbus"),
     "mcap": ("mcap-ros2-support", "mcap"),
     "matplotlib": ("python3-matplotlib", "matplotlib"),
+    "PIL": ("python3-pil", "pillow"),
     "rclpy": ("rclpy", None),
     "rcl_interfaces": ("rcl_interfaces", None),
     "ament_index_python": ("ament_index_python", None),
@@ -30,6 +31,9 @@ DEPENDENCIES = {
     "geometry_msgs": ("geometry_msgs", None),
     "diagnostic_msgs": ("diagnostic_msgs", None),
     "tf2_ros": ("tf2_ros", None),
+    "std_msgs": ("std_msgs", None),
+    "visualization_msgs": ("visualization_msgs", None),
+    "nav_msgs": ("nav_msgs", None),
     "launch": ("launch", None),
     "launch_ros": ("launch_ros", None),
 }

@@ -98,6 +98,29 @@ FIGURES = (
         (".0f", ".1f", up_to_tens, ".0f"),
     ),
     Figure(
+        "2 ms halves the CPU cost ({}x) but moves Table 1 sliders by {} mm p95 ({} mm max)",
+        "fine_model_cost",
+        ("euler_2ms_table1_cost_ratio", "euler_2ms_table1_position_p95_mm", "euler_2ms_table1_position_max_mm"),
+        (".2f", ".1f", ".1f"),
+    ),
+    Figure(
+        "it moves objects by {} mm p95, against {} mm for the reference itself started 1 um off",
+        "fine_model_cost",
+        ("euler_2ms_planner_position_p95_mm", "chaos_floor_planner_position_p95_mm"),
+        (".1f", ".1f"),
+    ),
+    Figure(
+        "5 ms and 10 ms cost {}x and {}x but miss by {} and {} mm p95 on Table 1",
+        "fine_model_cost",
+        (
+            "euler_5ms_table1_cost_ratio",
+            "euler_10ms_table1_cost_ratio",
+            "euler_5ms_table1_position_p95_mm",
+            "euler_10ms_table1_position_p95_mm",
+        ),
+        (".2f", ".2f", ".1f", ".0f"),
+    ),
+    Figure(
         "(a disc slid {} / {} / {} mm at 0 / 22.5 / 45 deg)",
         "fine_model_defaults",
         ("pyramidal_disc_stopping_mm[0]", "pyramidal_disc_stopping_mm[1]", "pyramidal_disc_stopping_mm[2]"),
@@ -157,6 +180,7 @@ def test_every_reference_file_is_quoted() -> None:
 
 SECTIONS_WITH_FIGURES = (
     ("## Benchmarks", "| command | what |"),
+    ("Against it, over", "implicitfast costs as much as Euler"),
     ("**Fine model defaults**", "**Schedule `auto`**"),
     ("`result.sensitivity` says", "From a recorded run"),
 )

@@ -4,9 +4,11 @@ Starts the graph's ``sim`` profile (simulated driver, state estimator, predictio
 MPC, executor) as child processes, waits until it is up, sends the ``PushObject`` goal of
 the scene (its target and goal region), prints progress, and writes a run folder:
 
-* ``recording.mcap`` — the topics (scene state, controls, plans, arm twists, diagnostics),
-  ROS 2 CDR in MCAP, readable by Foxglove;
+* ``recording.mcap`` — the topics (scene state, controls, plans, arm twists, diagnostics, the
+  visualizer's markers, paths and signals), ROS 2 CDR in MCAP; Foxglove opens it with
+  config/foxglove_layout.json;
 * ``run.png`` — the object and pusher paths over the table with the goal region;
+* ``run.gif`` — a video of the run, rendered after it from the recording (``--no-video``: none);
 * ``metrics.json`` — outcome, controls, final distance and the times (s): ``task_time_s`` (goal
   sent to result), ``planning_time_s`` (sum of the re-plan wall times; the pipelined planner
   plans while the pusher moves, so this overlaps execution), ``waiting_time_s`` (the pusher
@@ -34,10 +36,13 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import TwistStamped
+from nav_msgs.msg import Path as PathMessage
 from parareal_pushing.action import PushObject
 from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
 from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
+from std_msgs.msg import Float64
+from visualization_msgs.msg import MarkerArray
 
 from parapush.graph import DEFAULT_SCENE, resolve_scene_path
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, trajectory_from_msg
@@ -45,6 +50,7 @@ from parapush.nodes.recorder import McapRecorder
 from parapush.parareal import MODELS
 from parapush.planning.presets import PRESETS
 from parapush.programs.bringup import Bringup, parse_overrides
+from parapush.programs.render_run import render_recording
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
 
@@ -60,6 +66,14 @@ RECORDED_TOPICS = {
     "/planned_trajectory": PredictedTrajectory,
     "/servo_node/delta_twist_cmds": TwistStamped,
     "/diagnostics": DiagnosticArray,
+    # The visualizer node's (RViz/Foxglove-native; config/foxglove_layout.json draws them).
+    "/visualization/scene": MarkerArray,
+    "/visualization/plan": MarkerArray,
+    "/visualization/executed_target_path": PathMessage,
+    "/visualization/executed_pusher_path": PathMessage,
+    "/visualization/distance_to_goal": Float64,
+    "/visualization/pusher_speed": Float64,
+    "/visualization/replan_time": Float64,
 }
 
 
@@ -115,6 +129,17 @@ def _wait(future, timeout: float, what: str):
             raise DemoError(f"no answer from {what} within {timeout:.0f} s")
         time.sleep(0.02)
     return future.result()
+
+
+def _render_video(out: Path, scene, title: str, metrics: dict) -> None:
+    """``run.gif`` from the recording, after the run; its frames and duration go into the metrics."""
+    try:
+        video = render_recording(out, scene, title=title)
+    except ValueError as error:
+        print(f"[demo] no video: {error}", file=sys.stderr, flush=True)
+        return
+    metrics["video"] = {"file": video.path.name, "frames": video.frames, "frame_period_s": video.frame_period,
+                        "duration_s": video.duration, "run_duration_s": video.run_duration}
 
 
 def run_demo(options: argparse.Namespace) -> int:
@@ -234,6 +259,8 @@ def run_demo(options: argparse.Namespace) -> int:
         if len(states):
             title = f"{scene.name}: {metrics.get('outcome', '?')}"
             plot_run(scene, states, out / "run.png", title=title, planned=observer.last_plan)
+            if not options.no_video:
+                _render_video(out, scene, title, metrics)
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=float) + "\n")
         unclean = {name: code for name, code in codes.items() if code not in (0, -2)}
         print(f"[demo] nodes stopped {'cleanly' if not unclean else 'with errors: ' + str(unclean)}; "
@@ -255,6 +282,7 @@ def main(args=None) -> int:
     parser.add_argument("--max-controls", type=int, default=0, help="0: the MPC node's default (20)")
     parser.add_argument("--timeout", type=float, default=170.0, help="s for the whole run")
     parser.add_argument("--startup-timeout", type=float, default=60.0, help="s for the stack to come up")
+    parser.add_argument("--no-video", action="store_true", help="do not render run.gif after the run")
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME=VALUE",
                         help="parameter override for one node (repeatable)")
     options = parser.parse_args(args)

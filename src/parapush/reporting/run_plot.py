@@ -12,18 +12,54 @@ import numpy as np
 
 from parapush.scene import Scene
 
+TARGET_COLOUR = "#d62728"
+PUSHER_COLOUR = "#1f3b73"
 
-def _outline(axes, shape: str, radius: float, half_extents, pose, **style) -> None:
+
+def draw_outline(axes, shape: str, radius: float, half_extents, pose, **style):
+    """Add a cylinder's disc or a box's rectangle at pose (x m, y m, yaw rad) to ``axes``; returns the patch."""
     from matplotlib.patches import Circle, Polygon
 
     x, y, yaw = pose
     if shape == "cylinder":
-        axes.add_patch(Circle((x, y), radius, **style))
-        return
+        return axes.add_patch(Circle((x, y), radius, **style))
     hx, hy = half_extents
     corners = np.array([[-hx, -hy], [hx, -hy], [hx, hy], [-hx, hy]])
     rotation = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
-    axes.add_patch(Polygon(corners @ rotation.T + [x, y], closed=True, **style))
+    return axes.add_patch(Polygon(corners @ rotation.T + [x, y], closed=True, **style))
+
+
+def object_colour(scene: Scene, index: int):
+    """The colour of object ``index``: red for the target, tab10 colours (not red or orange) for the others."""
+    import matplotlib.pyplot as plt
+
+    if scene.objects[index].name == scene.target:
+        return TARGET_COLOUR
+    colours = plt.get_cmap("tab10")
+    others = [colours(k) for k in (0, 2, 4, 5, 6, 8, 9)]
+    return others[index % len(others)]
+
+
+def draw_table(axes, scene: Scene) -> None:
+    """The static part of a top view: table, goal region, obstacles, axis limits and labels."""
+    from matplotlib.patches import Circle, Rectangle
+
+    half_x, half_y = scene.table.half_extents
+    axes.add_patch(Rectangle((-half_x, -half_y), 2 * half_x, 2 * half_y, facecolor="#f3efe6",
+                             edgecolor="#6b5b45", linewidth=2, label="table"))
+    if scene.goal is not None:
+        axes.add_patch(Circle(scene.goal.center, scene.goal.radius, facecolor="#b9e4b0", edgecolor="#2f7d32",
+                              linewidth=1.5, label="goal region"))
+    for obstacle in scene.obstacles:
+        draw_outline(axes, obstacle.shape, obstacle.radius, obstacle.half_extents, obstacle.pose,
+                     facecolor="#555555", edgecolor="black")
+    margin = 0.05
+    axes.set_xlim(-half_x - margin, half_x + margin)
+    axes.set_ylim(-half_y - margin, half_y + margin)
+    axes.set_aspect("equal")
+    axes.set_xlabel("x (m, table frame)")
+    axes.set_ylabel("y (m)")
+    axes.grid(alpha=0.3)
 
 
 def plot_run(
@@ -50,7 +86,7 @@ def plot_run(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Circle, Rectangle
+    from matplotlib.patches import Circle
 
     layout = scene.layout
     states = layout.check(np.atleast_2d(states), "states")
@@ -58,19 +94,10 @@ def plot_run(
         raise ValueError("states: need at least one state to draw")
     half_x, half_y = scene.table.half_extents
     figure, axes = plt.subplots(figsize=(7, 7 * half_y / half_x if half_x else 7))
-    axes.add_patch(Rectangle((-half_x, -half_y), 2 * half_x, 2 * half_y, facecolor="#f3efe6",
-                             edgecolor="#6b5b45", linewidth=2, label="table"))
-    if scene.goal is not None:
-        axes.add_patch(Circle(scene.goal.center, scene.goal.radius, facecolor="#b9e4b0", edgecolor="#2f7d32",
-                              linewidth=1.5, label="goal region"))
-    for obstacle in scene.obstacles:
-        _outline(axes, obstacle.shape, obstacle.radius, obstacle.half_extents, obstacle.pose,
-                 facecolor="#555555", edgecolor="black")
-    colours = plt.get_cmap("tab10")
+    draw_table(axes, scene)
     poses = layout.poses(states)
     for index, spec in enumerate(scene.objects):
-        others = [colours(k) for k in (0, 2, 4, 5, 6, 8, 9)]  # tab10 without red (the target) and orange
-        colour = "#d62728" if spec.name == scene.target else others[index % len(others)]
+        colour = object_colour(scene, index)
         track = poses[:, index]
         finite = np.all(np.isfinite(track), axis=1)
         if not finite.any():
@@ -78,28 +105,21 @@ def plot_run(
         track = track[finite]
         axes.plot(track[:, 0], track[:, 1], "-", color=colour, linewidth=1.5,
                   label=f"{spec.name}{' (target)' if spec.name == scene.target else ''}")
-        _outline(axes, spec.shape, spec.radius, spec.half_extents, track[0], facecolor="none", edgecolor=colour,
-                 linestyle=":", linewidth=1.2)
-        _outline(axes, spec.shape, spec.radius, spec.half_extents, track[-1], facecolor=colour, alpha=0.35,
-                 edgecolor=colour)
+        draw_outline(axes, spec.shape, spec.radius, spec.half_extents, track[0], facecolor="none",
+                     edgecolor=colour, linestyle=":", linewidth=1.2)
+        draw_outline(axes, spec.shape, spec.radius, spec.half_extents, track[-1], facecolor=colour, alpha=0.35,
+                     edgecolor=colour)
     pusher = states[:, layout.pusher_position]
     pusher = pusher[np.all(np.isfinite(pusher), axis=1)]
     if len(pusher):
-        axes.plot(pusher[:, 0], pusher[:, 1], "-", color="#1f3b73", linewidth=1.0, label="pusher")
-        axes.add_patch(Circle(pusher[-1], scene.pusher.radius, facecolor="#1f3b73"))
+        axes.plot(pusher[:, 0], pusher[:, 1], "-", color=PUSHER_COLOUR, linewidth=1.0, label="pusher")
+        axes.add_patch(Circle(pusher[-1], scene.pusher.radius, facecolor=PUSHER_COLOUR))
     if planned is not None:
         planned = layout.check(np.atleast_2d(planned), "planned")
         target = layout.poses(planned)[:, scene.target_index]
-        axes.plot(target[:, 0], target[:, 1], "--", color="#d62728", linewidth=1.0, label="last plan (target)")
-    margin = 0.05
-    axes.set_xlim(-half_x - margin, half_x + margin)
-    axes.set_ylim(-half_y - margin, half_y + margin)
-    axes.set_aspect("equal")
-    axes.set_xlabel("x (m, table frame)")
-    axes.set_ylabel("y (m)")
+        axes.plot(target[:, 0], target[:, 1], "--", color=TARGET_COLOUR, linewidth=1.0, label="last plan (target)")
     axes.set_title(title or scene.name)
     axes.legend(loc="upper left", fontsize=8, framealpha=0.8)
-    axes.grid(alpha=0.3)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()

@@ -27,6 +27,10 @@ A stop latched by the executor (``executor_status``, transient local: ``stop_lat
 e.g. the pusher does not follow its commands, a gripper fault) ends the running goal at the
 loop's next look at the world, with the executor's status message as ``failure_reason`` (the
 executor has already stopped the pusher); a goal started while the stop is latched ends at once.
+A body the estimator does not track pauses the goal with the pusher stopped
+(:class:`~parapush.nodes.mpc_world.RosAsyncWorld`) for at most ``state_timeout``; the loop
+re-plans from the state that resumes it when a body is farther than the pipeline's
+``replan_distance`` from the prediction (e.g. bumped while occluded).
 
 Feedback when each control starts: step, cost, distance, re-plan time, waiting time, task
 time, fallback, event, control and the predicted trajectory (also published on

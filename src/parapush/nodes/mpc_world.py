@@ -156,9 +156,11 @@ class RosAsyncWorld:
                 self.stop()
                 return
             self._check_canceled()  # a stop latched by the executor
-            if not blind and self._tracking_problem(self.node.latest_state()[1]):
+            problem = "" if blind else self._tracking_problem(self.node.latest_state()[1])
+            if problem:
                 blind = True  # a body is lost mid-control: stop now; observe pauses until it is back
                 self.stop()
+                self.on_event(f"stopped mid-control: {problem}")
             time.sleep(min(0.005, moment - now))
         self._boundary = max(self._boundary, moment)
 

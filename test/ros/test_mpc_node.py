@@ -1,8 +1,10 @@
 """The MPC node's PushObject action over real Fast DDS.
 
-A plant node in the test plays the robot: it applies each received control with the
-analytical coarse model and publishes ``scene_state`` continuously, so the action runs
-its real loop (observe over DDS, plan, send controls, feedback, result) in a few seconds.
+A plant node in the test plays the robot and the executor: it runs the received controls
+on their schedule (the executor's command stream in its default ``replace`` queue mode), moves
+the bodies with the analytical coarse model at 50 Hz and publishes ``scene_state``, so the
+action runs its real loop (observe over DDS, plan, send controls, feedback, result) in a few
+seconds, with either planner (sequential ``isrr2019`` or pipelined ``realtime``, the default).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneStat
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 
+from parapush.execution.command_stream import CommandStream
+from parapush.execution.commands import PlanarControl
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg
 from parapush.nodes.mpc import MpcNode
@@ -46,7 +50,14 @@ def files(tmp_path):
 
 
 class Plant:
-    """A fake robot: applies controls with the coarse model, publishes scene_state at 50 Hz."""
+    """A fake robot: runs the received controls like the executor and publishes scene_state at 50 Hz.
+
+    Attributes:
+        controls: the received ControlSequence messages; received: their arrival times (monotonic, s).
+        motion: (time, vx, vy) of every tick: the velocity the pusher moves with from then on.
+    """
+
+    PERIOD = 0.02
 
     def __init__(self, context, scene):
         self.scene = scene
@@ -55,23 +66,32 @@ class Plant:
         self.state = layout.compose(scene.pusher.position, np.array([spec.pose for spec in scene.objects]))
         self.node = rclpy.create_node("plant", context=context)
         self.publisher = self.node.create_publisher(SceneState, "scene_state", 10)
+        self.stream = CommandStream()
         self.controls: list[ControlSequence] = []
+        self.received: list[float] = []
+        self.motion: list[tuple[float, float, float]] = []
         self.plans: list[PredictedTrajectory] = []
         self.lock = threading.Lock()
+        self.last_tick = time.monotonic()
+        self.velocity = np.zeros(2)
         self.node.create_subscription(ControlSequence, "controls", self.on_control, 10)
         self.node.create_subscription(PredictedTrajectory, "planned_trajectory", self.plans.append, 10)
-        self.node.create_timer(0.02, self.publish)
+        self.node.create_timer(self.PERIOD, self.publish)
 
     def on_control(self, message: ControlSequence) -> None:
         with self.lock:
             self.controls.append(message)
-            for control in message.controls:
-                self.state = self.model.propagate(
-                    self.state[None], np.array([[control.vx, control.vy]]), np.array([control.duration])
-                )[0]
+            self.received.append(time.monotonic())
+            self.stream.replace([PlanarControl(c.vx, c.vy, c.duration) for c in message.controls])
 
     def publish(self) -> None:
-        with self.lock:
+        now = time.monotonic()
+        with self.lock:  # the velocity commanded at the last tick moved the pusher until now
+            elapsed, self.last_tick = now - self.last_tick, now
+            if np.any(self.velocity != 0.0) and elapsed > 0.0:
+                self.state = self.model.propagate(self.state[None], self.velocity[None], np.array([elapsed]))[0]
+            self.velocity = self.stream.sample(now).velocity
+            self.motion.append((now, float(self.velocity[0]), float(self.velocity[1])))
             message = state_to_msg(self.state, self.scene, stamp=self.node.get_clock().now().nanoseconds * 1e-9)
         self.publisher.publish(message)
 
@@ -106,18 +126,26 @@ def goal(**fields):
     return message
 
 
-def test_push_object_reaches_the_goal_with_feedback(ros_context, spinning, files):
+@pytest.mark.parametrize("planner", ["", "isrr2019"])  # "": the node's default (realtime)
+def test_push_object_reaches_the_goal_with_feedback(ros_context, spinning, files, planner):
     node, plant, client = start(ros_context, spinning, files)
     try:
         feedback = []
-        handle = wait(client.send_goal_async(goal(), feedback_callback=lambda msg: feedback.append(msg.feedback)))
+        handle = wait(client.send_goal_async(goal(planner=planner),
+                                             feedback_callback=lambda msg: feedback.append(msg.feedback)))
         assert handle.accepted
         result = wait(handle.get_result_async()).result
         assert result.success, result.failure_reason
         assert result.outcome == PushObject.Result.OUTCOME_SUCCESS
         assert result.final_distance <= 0.03
-        assert result.controls_executed == len(plant.controls) - 1  # + the final stop
+        sent = [message for message in plant.controls if message.controls]  # one per control; empty: stops
+        assert result.controls_executed == len(sent) + result.fallbacks  # a fallback was sent with its control
         assert len(plant.controls[-1].controls) == 0  # the loop ends with a stop
+        assert result.planner == (planner or "realtime")
+        assert 0.0 <= result.waiting_time <= result.total_time
+        assert 0.0 < result.replan_p50 <= result.replan_p95
+        if planner == "isrr2019":  # plan, then execute: the pusher stands still for every plan
+            assert result.waiting_time >= result.planning_time and result.fallbacks == 0
         assert result.planning_time > 0 and result.total_time >= result.execution_time
         assert len(feedback) == result.controls_executed
         assert [f.step for f in feedback] == list(range(len(feedback)))
@@ -135,7 +163,8 @@ def test_invalid_goals_are_aborted_with_a_reason(ros_context, spinning, files):
         for fields, reason in [({"target_object": "ghost"}, "target_object: unknown object 'ghost'"),
                                ({"goal_radius": 0.0}, "goal_radius"),
                                ({"goal_x": 5.0}, "not on the table"),
-                               ({"model": "oracle"}, "model")]:
+                               ({"model": "oracle"}, "model"),
+                               ({"planner": "telepathy"}, "unknown planner preset 'telepathy'")]:
             handle = wait(client.send_goal_async(goal(**fields)))
             result = wait(handle.get_result_async()).result
             assert not result.success

@@ -70,15 +70,21 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def demo_run(tmp_path_factory):
     """Runs the demo once; returns (completed process, run folder)."""
     folder = tmp_path_factory.mktemp("demo")
+    out = folder / "run"
+    completed = subprocess.run(demo_command(folder, out), capture_output=True, text=True, timeout=240,
+                               env=dict(os.environ))
+    return completed, out
+
+
+def demo_command(folder: Path, out: Path) -> list[str]:
+    """The demo on SCENE (written to ``folder``) with the short planner file and free device ports."""
     scene_path = folder / "system_demo.yaml"
     scene_path.write_text(yaml.safe_dump(SCENE))
-    planner_path = short_planner_file(folder)
     command_port, gripper_port = free_port(), free_port(socket.SOCK_STREAM)
-    out = folder / "run"
-    command = [
+    return [
         sys.executable, "-m", "parapush.programs.demo", "--scene", str(scene_path), "--out", str(out),
         "--max-controls", "15", "--timeout", "150",
-        "--param", f"mpc.planner_config={planner_path}",
+        "--param", f"mpc.planner_config={short_planner_file(folder)}",
         "--param", "sim_driver.seed=3",
         "--param", f"sim_driver.natnet_command_port={command_port}",
         "--param", f"sim_driver.natnet_data_port={free_port()}",
@@ -86,8 +92,6 @@ def demo_run(tmp_path_factory):
         "--param", f"state_estimator.command_port={command_port}",
         "--param", f"executor.gripper.address=tcp://127.0.0.1:{gripper_port}",
     ]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=240, env=dict(os.environ))
-    return completed, out
 
 
 def describe(completed: subprocess.CompletedProcess, out: Path) -> str:
@@ -103,6 +107,14 @@ def test_demo_exits_0_with_success_in_the_metrics(demo_run):
     assert metrics["final_distance_m"] <= SCENE["goal"]["radius"], metrics
     assert 1 <= metrics["controls_executed"] <= 15, metrics
     assert metrics["node_exit_codes"] and all(code == 0 for code in metrics["node_exit_codes"].values()), metrics
+    # the real-time planner (the default) and its times: planning overlaps the motion, waiting does not
+    assert metrics["planner"] == "realtime", metrics
+    times = {key: metrics[key] for key in ("task_time_s", "planning_time_s", "waiting_time_s", "execution_time_s",
+                                           "replan_p50_s", "replan_p95_s")}
+    assert all(value >= 0.0 for value in times.values()), times
+    assert times["waiting_time_s"] + times["execution_time_s"] <= times["task_time_s"] + 0.5, times
+    assert 0.0 < times["replan_p50_s"] <= times["replan_p95_s"], times
+    assert "the pusher waited for plans" in completed.stdout and "re-plan p50" in completed.stdout
 
 
 def test_demo_recording_is_readable_with_every_topic(demo_run):

@@ -170,6 +170,18 @@ def test_non_target_objects_displacement_and_goal_entry() -> None:
     np.testing.assert_allclose(term.evaluate(trajectories, controls), [0.05**2, 2.0 + 0.03**2, 0.0])
 
 
+def test_non_target_objects_goal_entry_margin_grows_the_goal_for_the_entry_charge() -> None:
+    scene = tiny_scene(goal=(0.15, 0.05), goal_radius=0.05, others=((0.0, 0.2),))
+    trajectories, controls = static_batch(scene, initial_state(scene), samples=2)
+    start = scene.layout.object_pose(1).start
+    trajectories[:, 2, start : start + 2] = (0.15, 0.05 + 0.065)  # 15 mm outside the goal at one state
+    trajectories[:, 3:, start : start + 2] = (0.0, 0.2)  # back where it started
+    assert NonTargetObjects.from_scene(scene).evaluate(trajectories, controls)[0] == 0.0
+    np.testing.assert_allclose(
+        NonTargetObjects.from_scene(scene, goal_entry_margin=0.02).evaluate(trajectories, controls), [1.0, 1.0]
+    )
+
+
 def test_non_target_objects_single_object_is_zero() -> None:
     scene = tiny_scene()
     trajectories, controls = static_batch(scene, initial_state(scene))

@@ -1,12 +1,42 @@
 """MPC node: the ``push_object`` action (parareal_pushing/action/PushObject).
 
-Each goal runs the core receding-horizon loop (:class:`parapush.planning.MpcLoop`) on a
-:class:`RosWorld`: it observes ``scene_state`` (from the state estimator), sends each
-control to the executor on ``controls`` and waits for it to be executed. Predictions come
-from the prediction service (``prediction_source: service``) or from a local engine.
-Feedback every step: step, cost, distance, planning time, control and the predicted
-trajectory (also published on ``planned_trajectory`` for visualisation). Cancelling a
-goal stops the pusher at once (an empty ControlSequence tells the executor to stop).
+Each goal runs a planner preset (:mod:`parapush.planning.presets`: the node's ``planner``
+parameter, or the goal's ``planner``): ``realtime`` (default) plans control t+1 while t
+executes (:class:`~parapush.planning.pipelined_mpc.PipelinedMpcLoop`, multi-fidelity
+planner), ``isrr2019`` plans, then executes. Both run through
+:func:`parapush.planning.task_run.run_task` on a
+:class:`~parapush.nodes.mpc_world.RosAsyncWorld`: states from ``scene_state`` (the state
+estimator), controls to the executor on ``controls``.
+
+Predictions: the loop's model (the multi-fidelity planner's corrector) is the node's
+predictor, from the prediction service (``prediction_source: service``) or from a local
+engine, both built from the ``model.*`` settings (config/model.yaml); a goal may ask for
+another model or K. The coarse search model is ``model.coarse_model`` of the same settings
+(its weights and fine settings), built in this node whatever the prediction source: coarse
+models are cheap, and a re-plan runs ~15 coarse searches that a round trip each would slow.
+
+A lost prediction service (issue 17): each call has a deadline, the planner's re-plan budget
+(one control period when pipelined; the optimizer's time budget when sequential), so a service
+that died is noticed within it; the pusher meanwhile does what the loop does for a late plan
+(never moves without one), and ``on_service_loss`` decides: re-plan with a local engine built
+from the same ``model.*`` settings (default), wait for the service (``service_wait_limit``), or
+end the goal (:class:`parapush.prediction.failover.FailoverPrediction`). The feedback's
+``event`` says what happened.
+
+A stop latched by the executor (``executor_status``, transient local: ``stop_latched`` True,
+e.g. the pusher does not follow its commands, a gripper fault) ends the running goal at the
+loop's next look at the world, with the executor's status message as ``failure_reason`` (the
+executor has already stopped the pusher); a goal started while the stop is latched ends at once.
+A body the estimator does not track pauses the goal with the pusher stopped
+(:class:`~parapush.nodes.mpc_world.RosAsyncWorld`) for at most ``state_timeout``; the loop
+re-plans from the state that resumes it when a body is farther than the pipeline's
+``replan_distance`` from the prediction (e.g. bumped while occluded).
+
+Feedback when each control starts: step, cost, distance, re-plan time, waiting time, task
+time, fallback, event, control and the predicted trajectory (also published on
+``planned_trajectory``). The result adds planning, waiting and task time and the re-plan
+p50/p95 (definitions in :mod:`parapush.planning.task_run`). Cancelling a goal stops the
+pusher at once (an empty ControlSequence tells the executor to stop).
 """
 
 from __future__ import annotations
@@ -17,14 +47,17 @@ import time
 import traceback
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
 from parareal_pushing.action import PushObject
 from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from parapush.graph import config_dir
-from parapush.nodes.conversions import MessageError, controls_to_msg, msg_to_snapshot, state_to_msg, trajectory_to_msg
+from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
+from parapush.nodes.mpc_world import RosAsyncWorld
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import (
     ParameterError,
@@ -34,30 +67,37 @@ from parapush.nodes.parameters import (
     parameter_specs,
     settings_from_parameters,
 )
-from parapush.nodes.prediction_client import ServicePrediction
+from parapush.nodes.prediction_client import ServicePrediction, ServicePredictionError
 from parapush.parareal import MODELS
-from parapush.planning import (
-    MpcLoop,
-    MpcOutcome,
-    MpcResult,
-    MpcStep,
-    PlannerConfigError,
-    StochasticTrajectoryOptimizer,
-    load_planner_config,
-)
+from parapush.planning import MpcOutcome, PlannerConfigError, load_planner_config
+from parapush.planning.multifidelity import choose_coarse_model
+from parapush.planning.presets import DEFAULT_PRESET, PRESETS, planner_preset
+from parapush.planning.task_run import TaskReport, TaskStep, run_task
 from parapush.prediction import EnginePrediction, ModelConfig
+from parapush.prediction.failover import SERVICE_LOSS_POLICIES, FailoverPrediction
 from parapush.scene import GoalRegion, SceneError
 
 PARAMETERS = (
     ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     ParameterSpec("planner_config", "planner.yaml",
                   "planner YAML (optimizer, MPC, costs): a path or a name in config/"),
+    ParameterSpec("planner", DEFAULT_PRESET, "planner preset (parapush.planning.presets) of a goal that names none",
+                  choices=tuple(PRESETS)),
     ParameterSpec("prediction_source", "service", "where predictions come from: the prediction service, or an "
                   "engine in this node built from the model.* parameters", choices=("service", "local")),
     *parameter_specs(ModelConfig, "model."),  # config/model.yaml, as the prediction service's
-    ParameterSpec("state_timeout", 1.0, "s; a scene state older than this is stale", minimum=0.01, maximum=60.0),
-    ParameterSpec("settle_time", 0.05, "s to wait after a control before observing", minimum=0.0, maximum=5.0),
-    ParameterSpec("service_timeout", 30.0, "s to wait for a prediction", minimum=0.1, maximum=600.0),
+    ParameterSpec("state_timeout", 5.0, "s the goal stays paused (pusher stopped) without a usable scene state (a "
+                  "body not tracked, no fresh state) before it ends", minimum=0.01, maximum=60.0),
+    ParameterSpec("settle_time", 0.05, "s to wait after the pusher stopped before observing", minimum=0.0,
+                  maximum=5.0),
+    ParameterSpec("service_timeout", 30.0, "s to wait for the prediction service at a goal's start; each call's "
+                  "deadline is the planner's re-plan budget (one control period when pipelined), at most this",
+                  minimum=0.1, maximum=600.0),
+    ParameterSpec("on_service_loss", "local", "when the prediction service does not answer within a call's deadline: "
+                  "re-plan with a local engine of the model.* settings, wait for the service, or end the goal",
+                  choices=SERVICE_LOSS_POLICIES),
+    ParameterSpec("service_wait_limit", 60.0, "s to wait for a lost prediction service (on_service_loss: wait)",
+                  minimum=0.0, maximum=3600.0),
 )
 
 _OUTCOMES = {
@@ -69,67 +109,6 @@ _OUTCOMES = {
     MpcOutcome.CANCELED: PushObject.Result.OUTCOME_CANCELED,
     MpcOutcome.ERROR: PushObject.Result.OUTCOME_ERROR,
 }
-
-
-FIRST_STATE_TIMEOUT = 10.0
-"""s to wait for the first scene state of a goal."""
-
-
-class WorldError(RuntimeError):
-    """The robot (or simulator) cannot be observed or commanded."""
-
-
-class RosWorld:
-    """The MPC loop's ``World`` over ROS topics.
-
-    ``observe`` returns the first scene state received after the last control ended (plus
-    ``settle_time``), refusing stale ones; ``execute`` publishes one control and returns
-    when its duration has passed (or at once when the goal is cancelled, after stopping).
-    """
-
-    def __init__(self, node: MpcNode, *, cancel_requested, settle_time: float, state_timeout: float) -> None:
-        self.node = node
-        self.cancel_requested = cancel_requested
-        self.settle_time = settle_time
-        self.state_timeout = state_timeout
-        self._not_before = time.monotonic()
-        self._observed = False
-
-    def observe(self) -> np.ndarray:
-        # The first observation of a goal may come right after start-up, before DDS has matched
-        # this node with the estimator: allow it FIRST_STATE_TIMEOUT; later ones state_timeout.
-        timeout = self.state_timeout if self._observed else max(self.state_timeout, FIRST_STATE_TIMEOUT)
-        self._observed = True
-        deadline = self._not_before + timeout
-        while True:
-            received, message = self.node.latest_state()
-            if message is not None and received >= self._not_before:
-                try:
-                    return msg_to_snapshot(message, self.node.scene, require_valid=True).state
-                except MessageError as error:
-                    if time.monotonic() > deadline:
-                        raise WorldError(f"scene state unusable: {error}") from None
-            if time.monotonic() > deadline:
-                raise WorldError(f"no scene state on 'scene_state' within {timeout} s")
-            time.sleep(0.005)
-
-    def execute(self, control: np.ndarray, duration: float) -> None:
-        message = controls_to_msg(np.asarray(control)[None], duration)
-        message.header.stamp = self.node.get_clock().now().to_msg()
-        self.node.control_publisher.publish(message)
-        end = time.monotonic() + duration
-        while time.monotonic() < end:
-            if self.cancel_requested():
-                self.stop()
-                break
-            time.sleep(0.01)
-        self._not_before = time.monotonic() + self.settle_time
-
-    def stop(self) -> None:
-        stop = ControlSequence()
-        stop.header.stamp = self.node.get_clock().now().to_msg()
-        stop.header.frame_id = "table"
-        self.node.control_publisher.publish(stop)
 
 
 class MpcNode(Node):
@@ -155,9 +134,17 @@ class MpcNode(Node):
             self.model = ServicePrediction(self, self.scene, timeout=values["service_timeout"])
         else:
             self.model = EnginePrediction.build(self.scene, self.model_config)
+        self._coarse: dict[bool, object] = {}  # the coarse search model by resolve_overlaps
+        self._local_engine: EnginePrediction | None = None  # built when the prediction service is lost
+        self._events: list[str] = []  # what happened since the last feedback
+        self._service_seen = False  # later goals wait for the service only a call's deadline
         self._state_lock = threading.Lock()
         self._latest: tuple[float, SceneState | None] = (0.0, None)
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self._executor_stop: str | None = None  # the executor's reason while it holds a latched stop
+        self.create_subscription(DiagnosticStatus, "executor_status", self._on_executor_status,
+                                 QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL),
                                  callback_group=MutuallyExclusiveCallbackGroup())
         self.control_publisher = self.create_publisher(ControlSequence, "controls", 10)
         self.plan_publisher = self.create_publisher(PredictedTrajectory, "planned_trajectory", 10)
@@ -172,14 +159,39 @@ class MpcNode(Node):
             cancel_callback=lambda _: CancelResponse.ACCEPT,
             callback_group=callbacks,
         )
+        coarse = type(self._coarse_model(planner_preset(values["planner"]))).__name__
         self.get_logger().info(
-            f"ready: scene '{self.scene.name}', model {self.model_config.name} "
-            f"(K={self.model_config.iterations}) via {values['prediction_source']}"
+            f"ready: scene '{self.scene.name}', planner {values['planner']}, model {self.model_config.name} "
+            f"(K={self.model_config.iterations}) via {values['prediction_source']}, coarse search with {coarse}"
         )
+
+    def _coarse_model(self, preset):
+        """The multi-fidelity planner's coarse propagator: ``model.coarse_model`` of the model
+        config, resolved by :func:`choose_coarse_model` (``auto``: the learned model wherever
+        its trained geometry fits, obstacle scenes included, where the planner ignores obstacles
+        for prediction: the analytical model failed them all in the preset's tuning), built
+        here (cheap; no round trip to the prediction service for each coarse search)."""
+        if preset.coarse is None:
+            return None
+        if preset.coarse_resolves_overlaps not in self._coarse:
+            self._coarse[preset.coarse_resolves_overlaps] = choose_coarse_model(
+                self.scene, self.model_config.coarse_model, resolve_overlaps=preset.coarse_resolves_overlaps,
+                weights_path=self.model_config.learned_weights, fine_settings=self.model_config.fine)
+        return self._coarse[preset.coarse_resolves_overlaps]
 
     def _on_state(self, message: SceneState) -> None:
         with self._state_lock:
             self._latest = (time.monotonic(), message)
+
+    def _on_executor_status(self, message: DiagnosticStatus) -> None:
+        latched = any(value.key == "stop_latched" and value.value == "True" for value in message.values)
+        with self._state_lock:
+            self._executor_stop = message.message if latched else None
+
+    def executor_stop(self) -> str | None:
+        """The executor's reason (``executor_status`` message) while it holds a latched stop, else None."""
+        with self._state_lock:
+            return self._executor_stop
 
     def latest_state(self) -> tuple[float, SceneState | None]:
         with self._state_lock:
@@ -215,12 +227,41 @@ class MpcNode(Node):
         except SceneError as error:
             raise ValueError(str(error)) from None
 
-    def _model_for(self, goal: PushObject.Goal):
-        """The predictive model for this goal: the node's, or one with the goal's model/K."""
-        if not goal.model and goal.iterations == -1:
-            return self.model, False
+    def _model_for(self, goal: PushObject.Goal, preset):
+        """The predictive model for this goal: the node's, with the goal's model/K if it sets them;
+        through the service with a per-call deadline (the preset's re-plan budget) and the
+        ``on_service_loss`` policy."""
         iterations = None if goal.iterations == -1 else goal.iterations
-        return self.model.configured(model=goal.model or None, iterations=iterations), False
+        if not isinstance(self.model, ServicePrediction):
+            return self.model if not goal.model and iterations is None else self.model.configured(
+                model=goal.model or None, iterations=iterations)
+        settings = preset.optimizer_settings(self.config.optimizer)
+        budget = settings.time_budget if preset.loop == "sequential" and settings.time_budget else \
+            settings.control_duration
+        primary = self.model.configured(model=goal.model or self.model.model,
+                                        iterations=iterations if iterations is not None else self.model.iterations)
+        primary.timeout = min(self.values["service_timeout"], budget)
+        if not self._service_seen:  # start-up: the service may come up after this node
+            self._service_seen = self.model.wait_until_ready(self.values["service_timeout"])
+
+        def local_engine():
+            if self._local_engine is None:
+                self._local_engine = EnginePrediction.build(self.scene, self.model_config)
+            return self._local_engine.configured(model=goal.model or None, iterations=iterations)
+
+        def service_back(timeout: float) -> bool:
+            if self._closing.is_set():
+                raise ServicePredictionError("predict_trajectory: the node is shutting down")
+            return primary.wait_until_ready(timeout)
+
+        return FailoverPrediction(primary, lost_errors=(ServicePredictionError,),
+                                  policy=self.values["on_service_loss"], make_backup=local_engine,
+                                  wait_for_primary=service_back,
+                                  wait_limit=self.values["service_wait_limit"], on_event=self._on_event)
+
+    def _on_event(self, sentence: str) -> None:
+        self.get_logger().warning(sentence)
+        self._events.append(sentence)
 
     def _execute(self, goal_handle):
         try:  # _busy was taken when the goal was accepted
@@ -241,37 +282,38 @@ class MpcNode(Node):
         started = time.monotonic()
         try:
             scene = self._task_scene(goal)
-            model, owned = self._model_for(goal)
+            preset = planner_preset(goal.planner or self.values["planner"])
         except ValueError as error:
             return self._abort(goal_handle, result, PushObject.Result.OUTCOME_ERROR, f"invalid goal: {error}", started)
-        try:
-            loop = MpcLoop(scene, StochasticTrajectoryOptimizer(self.config.optimizer), model,
-                           self.config.cost_function(scene), self.config.mpc)
-            def cancel_requested() -> bool:
-                return goal_handle.is_cancel_requested or self._closing.is_set()
+        # the corrector is the node's predictor: the built planner does not own (close) it
+        self._events.clear()
+        built = preset.build(scene, self.config, model=self._model_for(goal, preset),
+                             coarse=self._coarse_model(preset))
 
-            world = RosWorld(self, cancel_requested=cancel_requested,
-                             settle_time=self.values["settle_time"], state_timeout=self.values["state_timeout"])
-            mpc_result = loop.run(
-                world,
-                max_controls=goal.max_controls or None,
-                callback=lambda step: self._feedback(goal_handle, scene, step),
-                should_cancel=cancel_requested,
-            )
-        finally:
-            if owned:
-                model.close()
-        self._fill_result(result, scene, mpc_result)
+        def cancel_requested() -> bool:
+            return goal_handle.is_cancel_requested or self._closing.is_set()
+
+        world = RosAsyncWorld(self, cancel_requested=cancel_requested, settle_time=self.values["settle_time"],
+                              state_timeout=self.values["state_timeout"], latched_stop=self.executor_stop,
+                              on_event=self._on_event)
+        report = run_task(built, world, max_controls=goal.max_controls or None,
+                          callback=lambda step: self._feedback(goal_handle, scene, step),
+                          should_cancel=cancel_requested)
+        self._fill_result(result, scene, report, started)
+        if world.executor_stop is not None:  # the executor stopped the pusher: its reason ends the goal
+            result.failure_reason = world.executor_stop
         self.get_logger().info(
-            f"goal finished: {mpc_result.outcome.name} after {mpc_result.controls_executed} controls "
-            f"({mpc_result.failure_reason or 'in the goal region'})"
+            f"goal finished ({preset.name}): {report.outcome.name} after {report.controls_executed} controls "
+            f"({report.failure_reason or 'in the goal region'}); task {result.total_time:.1f} s, waiting "
+            f"{report.waiting_time:.1f} s, planning {report.planning_time:.1f} s, re-plan p50/p95 "
+            f"{report.replan_p50:.2f}/{report.replan_p95:.2f} s"
         )
-        if mpc_result.outcome == MpcOutcome.CANCELED and goal_handle.is_cancel_requested:
+        if report.outcome == MpcOutcome.CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
-        elif mpc_result.success:
+        elif report.success:
             goal_handle.succeed()
         else:
-            if mpc_result.outcome == MpcOutcome.CANCELED:  # not by the client: the node is closing
+            if report.outcome == MpcOutcome.CANCELED:  # not by the client: the node is closing
                 result.failure_reason = f"the node is shutting down ({result.failure_reason})"
             goal_handle.abort()  # a goal that was not cancelled cannot end as canceled
         return result
@@ -285,42 +327,54 @@ class MpcNode(Node):
         goal_handle.abort()
         return result
 
-    def _feedback(self, goal_handle, scene, step: MpcStep) -> None:
-        now = self.get_clock().now().nanoseconds * 1e-9
-        durations = np.full(len(step.planned_controls), self.config.optimizer.control_duration)
-        trajectory = trajectory_to_msg(step.predicted_trajectory, scene, exact_states=0, start_stamp=now,
-                                       durations=durations, cost=step.cost)
-        self.plan_publisher.publish(trajectory)
+    def _feedback(self, goal_handle, scene, step: TaskStep) -> None:
         feedback = PushObject.Feedback()
+        if len(step.predicted_trajectory):
+            now = self.get_clock().now().nanoseconds * 1e-9
+            durations = np.full(len(step.planned_controls), step.duration)
+            trajectory = trajectory_to_msg(step.predicted_trajectory, scene, exact_states=0, start_stamp=now,
+                                           durations=durations, cost=step.cost)
+            self.plan_publisher.publish(trajectory)
+            feedback.predicted_trajectory = trajectory
         feedback.step = int(step.step)
         feedback.cost = float(step.cost)
         feedback.distance_to_goal = float(step.distance_to_goal)
-        feedback.planning_time = float(step.planning_time)
+        feedback.planning_time = float(step.replan_time)
+        feedback.waiting_time = float(step.waiting_time)
+        feedback.task_time = float(step.task_time)
+        feedback.fallback = bool(step.fallback)
+        feedback.event = "; ".join([*self._events, *([step.event] if step.event else [])])
+        self._events.clear()
         feedback.control.vx, feedback.control.vy = (float(v) for v in step.control)
         feedback.control.duration = float(step.duration)
-        feedback.predicted_trajectory = trajectory
         goal_handle.publish_feedback(feedback)
 
-    def _fill_result(self, result, scene, mpc_result: MpcResult) -> None:
-        result.success = bool(mpc_result.success)
-        result.outcome = _OUTCOMES[mpc_result.outcome]
-        result.failure_reason = "" if mpc_result.success else mpc_result.failure_reason
-        result.controls_executed = int(mpc_result.controls_executed)
-        result.optimizer_iterations = int(mpc_result.optimizer_iterations)
-        result.planning_time = float(mpc_result.planning_time)
-        result.execution_time = float(mpc_result.execution_time)
-        result.total_time = float(mpc_result.total_time)
-        result.final_distance = float(mpc_result.final_distance)
-        final_state = np.asarray(mpc_result.final_state)
-        if final_state.shape == (scene.layout.dimension,) and np.all(np.isfinite(final_state)):
-            result.final_state = state_to_msg(mpc_result.final_state, scene,
+    def _fill_result(self, result, scene, report: TaskReport, started: float) -> None:
+        result.success = bool(report.success)
+        result.outcome = _OUTCOMES[report.outcome]
+        result.failure_reason = "" if report.success else report.failure_reason
+        result.controls_executed = int(report.controls_executed)
+        result.optimizer_iterations = int(report.optimizer_iterations)
+        result.planning_time = float(report.planning_time)
+        result.execution_time = float(report.execution_time)
+        result.total_time = time.monotonic() - started
+        result.waiting_time = float(report.waiting_time)
+        result.replan_p50 = float(report.replan_p50)
+        result.replan_p95 = float(report.replan_p95)
+        result.fallbacks = int(report.fallbacks)
+        result.replans_from_observation = int(report.replans_from_observation)
+        result.planner = report.preset
+        result.final_distance = float(report.final_distance)
+        if np.all(np.isfinite(report.final_state)):
+            result.final_state = state_to_msg(report.final_state, scene,
                                               stamp=self.get_clock().now().nanoseconds * 1e-9)
 
     def close(self) -> None:
-        self._closing.set()  # the running goal's world and loop see it and stop the pusher
-        close = getattr(self.model, "close", None)
-        if callable(close):
-            close()
+        self._closing.set()  # the running goal's world sees it and stops the pusher
+        for model in (self.model, self._local_engine):
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
 
 
 def main(args=None) -> int:

@@ -167,6 +167,15 @@ def clip_to_speed(controls: np.ndarray, max_speed: float) -> np.ndarray:
     return controls * scale
 
 
+def cost_terms(cost: TrajectoryCost, trajectory: np.ndarray, controls: np.ndarray) -> dict[str, float]:
+    """Weighted value of each term of ``cost`` for one trajectory (N+1, D) and its controls
+    (N, 2), by name; empty when the cost offers no ``breakdown``."""
+    breakdown = getattr(cost, "breakdown", None)
+    if not callable(breakdown):
+        return {}
+    return {name: float(np.asarray(value)[0]) for name, value in breakdown(trajectory[None], controls[None]).items()}
+
+
 def sample_weights(costs: np.ndarray, sensitivity: float) -> np.ndarray:
     """Softmax weights (S,) of the normalised finite costs; 0 for non-finite costs."""
     costs = np.asarray(costs, dtype=float)
@@ -289,13 +298,7 @@ class StochasticTrajectoryOptimizer:
                 f"every predicted trajectory ({unstable} of them, {len(history)} iteration(s)) was "
                 "non-finite or had an undefined cost; no control sequence can be trusted"
             )
-        terms: dict[str, float] = {}
-        breakdown = getattr(cost, "breakdown", None)
-        if callable(breakdown):
-            terms = {
-                name: float(np.asarray(value)[0])
-                for name, value in breakdown(best_trajectory[None], best_controls[None]).items()
-            }
+        terms = cost_terms(cost, best_trajectory, best_controls)
         return OptimizationResult(
             controls=best_controls,
             cost=best_cost,

@@ -9,10 +9,20 @@ the scene (its target and goal region), prints progress, and writes a run folder
   config/foxglove_layout.json;
 * ``run.png`` — the object and pusher paths over the table with the goal region;
 * ``run.gif`` — a video of the run, rendered after it from the recording (``--no-video``: none);
-* ``metrics.json`` — outcome, controls, planning/execution/total times, final distance;
+* ``metrics.json`` — outcome, controls, final distance and the times (s): ``task_time_s`` (goal
+  sent to result), ``planning_time_s`` (sum of the re-plan wall times; the pipelined planner
+  plans while the pusher moves, so this overlaps execution), ``waiting_time_s`` (the pusher
+  stood still waiting for a plan), ``execution_time_s``, ``replan_p50_s``/``replan_p95_s``,
+  and their shares of the task time;
 * ``logs/<node>.log`` — each node's output.
 
-    python -m parapush.programs.demo [--scene clutter_fig1.yaml] [--out runs/NAME]
+    python -m parapush.programs.demo [--scene clutter_fig1.yaml] [--out runs/NAME] [--planner realtime]
+        [--fault NAME [--fault-after 2]]
+
+``--fault NAME`` injects one fault (:mod:`parapush.programs.demo_faults`: prediction_service_killed,
+pusher_untracked, target_untracked, natnet_loss, gripper_fault, arm_fault) once the goal has executed
+``--fault-after`` controls (natnet_loss: before the goal); ``metrics.json`` gets a ``fault`` entry: what,
+when, the time to the safe stop (first zero arm command, the executor's latched stop) and the outcome.
 
 Exit status: 0 when the target reached the goal, 1 when the task failed, 2 when the
 stack did not come up or did not answer.
@@ -45,7 +55,9 @@ from parapush.graph import DEFAULT_SCENE, resolve_scene_path
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, trajectory_from_msg
 from parapush.nodes.recorder import McapRecorder
 from parapush.parareal import MODELS
+from parapush.planning.presets import PRESETS
 from parapush.programs.bringup import add_network_arguments, isolated_bringup, parse_overrides
+from parapush.programs.demo_faults import FAULTS, FaultInjectionError, FaultInjector
 from parapush.programs.render_run import render_recording
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
@@ -89,6 +101,12 @@ class Observer:
         node.create_subscription(SceneState, "/scene_state", lambda m: self._keep(m, self.observed), 50)
         node.create_subscription(SceneState, "/sim/true_state", lambda m: self._keep(m, self.true_states), 50)
         node.create_subscription(PredictedTrajectory, "/planned_trajectory", self._plan, 10)
+        self.executor_diagnostics = threading.Event()
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._diagnostics, 10)
+
+    def _diagnostics(self, message: DiagnosticArray) -> None:
+        if any("executor" in status.name for status in message.status):
+            self.executor_diagnostics.set()
 
     def _keep(self, message: SceneState, into: list) -> None:
         try:
@@ -108,6 +126,10 @@ class Observer:
             return np.array(chosen) if chosen else np.empty((0, self.scene.layout.dimension))
 
 
+def _share(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.0f} % of the task" if whole > 0 else "-"
+
+
 def _wait(future, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while not future.done():
@@ -115,6 +137,15 @@ def _wait(future, timeout: float, what: str):
             raise DemoError(f"no answer from {what} within {timeout:.0f} s")
         time.sleep(0.02)
     return future.result()
+
+
+def _inject(injector: FaultInjector) -> None:
+    try:
+        injector.inject()
+    except FaultInjectionError as error:
+        print(f"[demo] fault not injected: {error}", file=sys.stderr, flush=True)
+        return
+    print(f"[demo] fault {injector.fault.name} injected: {injector.detail}", flush=True)
 
 
 def _render_video(out: Path, scene, title: str, metrics: dict) -> None:
@@ -156,13 +187,15 @@ def run_demo(options: argparse.Namespace) -> int:
     spinner = threading.Thread(target=executor.spin, daemon=True)
     recorder = McapRecorder(node, out / "recording.mcap", RECORDED_TOPICS)
     observer = Observer(node, scene)
+    # before the spinner: rclpy's executor may read a half-built ActionClient ('_lock' missing)
+    client = ActionClient(node, PushObject, "/push_object")
+    injector = FaultInjector(node, bringup, FAULTS[options.fault], scene.target) if options.fault else None
     spinner.start()
     result = None
     status = 2
     metrics: dict = {"scene": scene.name, "scene_file": str(scene_path), "target": scene.target,
                      "goal": {"center": list(scene.goal.center), "radius": scene.goal.radius}}
     try:
-        client = ActionClient(node, PushObject, "/push_object")
         deadline = time.monotonic() + options.startup_timeout
         while not client.wait_for_server(timeout_sec=0.5):
             failed = bringup.failed()
@@ -174,17 +207,38 @@ def run_demo(options: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise DemoError("no scene_state from the state estimator (is the mocap stream up?)")
             time.sleep(0.1)
+        # The executor subscribes to /controls once its gripper holds the tool, then publishes
+        # diagnostics: a control sent before the MPC has matched it is lost (the pipelined
+        # planner's first plan is ready within about a second), so wait for both.
+        while not (any(info.node_name == "executor" for info in node.get_subscriptions_info_by_topic("/controls"))
+                   and observer.executor_diagnostics.is_set()):
+            failed = bringup.failed()
+            if failed:
+                raise DemoError(f"node(s) exited during start-up: {failed} (see {out / 'logs'})")
+            if time.monotonic() > deadline:
+                raise DemoError("the executor did not come up (no /controls subscription or diagnostics)")
+            time.sleep(0.1)
         print(f"[demo] stack up in {time.monotonic() - started:.1f} s; sending the goal", flush=True)
+        if injector is not None and injector.fault.before_goal:
+            _inject(injector)
         goal = PushObject.Goal(target_object=scene.target, goal_x=float(scene.goal.center[0]),
                                goal_y=float(scene.goal.center[1]), goal_radius=float(scene.goal.radius),
-                               max_controls=options.max_controls)
+                               max_controls=options.max_controls, planner=options.planner or "")
+
+        fault_claimed: list[int] = []  # the step at which the fault's injection started
 
         def on_feedback(message) -> None:
             feedback = message.feedback
-            print(f"[demo] step {feedback.step + 1:2d}: distance to goal {feedback.distance_to_goal * 100:5.1f} cm, "
-                  f"cost {feedback.cost:9.4f}, planned in {feedback.planning_time:5.2f} s, control "
+            print(f"[demo] step {feedback.step + 1:2d} at {feedback.task_time:5.1f} s: distance to goal "
+                  f"{feedback.distance_to_goal * 100:5.1f} cm, cost {feedback.cost:9.4f}, planned in "
+                  f"{feedback.planning_time:5.2f} s, waited {feedback.waiting_time:5.2f} s, control "
                   f"({feedback.control.vx * 1000:+5.1f}, {feedback.control.vy * 1000:+5.1f}) mm/s "
-                  f"for {feedback.control.duration:.2f} s", flush=True)
+                  f"for {feedback.control.duration:.2f} s{'; ' + feedback.event if feedback.event else ''}",
+                  flush=True)
+            if injector is not None and feedback.step + 1 >= options.fault_after and not fault_claimed \
+                    and not injector.fault.before_goal:
+                fault_claimed.append(feedback.step)
+                threading.Thread(target=_inject, args=(injector,), daemon=True).start()
 
         handle = _wait(client.send_goal_async(goal, feedback_callback=on_feedback), 30, "push_object (goal)")
         if not handle.accepted:
@@ -197,15 +251,24 @@ def run_demo(options: argparse.Namespace) -> int:
             raise
         outcome = OUTCOME_NAMES.get(result.outcome, str(result.outcome))
         status = 0 if result.success else 1
+        task = result.total_time
         print(f"[demo] outcome: {outcome}{'' if result.success else ' - ' + result.failure_reason}; "
-              f"{result.controls_executed} controls, final distance {result.final_distance * 100:.1f} cm, "
-              f"planning {result.planning_time:.1f} s, execution {result.execution_time:.1f} s, "
-              f"task {result.total_time:.1f} s", flush=True)
+              f"planner {result.planner}, {result.controls_executed} controls ({result.fallbacks} fallbacks), "
+              f"final distance {result.final_distance * 100:.1f} cm\n"
+              f"[demo] task {task:.1f} s: the pusher waited for plans {result.waiting_time:.1f} s "
+              f"({_share(result.waiting_time, task)}), moved {result.execution_time:.1f} s; planning "
+              f"{result.planning_time:.1f} s ({_share(result.planning_time, task)}, overlapping the motion when "
+              f"pipelined); re-plan p50 {result.replan_p50:.2f} s, p95 {result.replan_p95:.2f} s", flush=True)
         metrics.update(
             outcome=outcome, success=bool(result.success), failure_reason=result.failure_reason,
-            controls_executed=int(result.controls_executed), optimizer_iterations=int(result.optimizer_iterations),
-            planning_time_s=result.planning_time, execution_time_s=result.execution_time,
-            task_time_s=result.total_time, final_distance_m=result.final_distance,
+            planner=result.planner, controls_executed=int(result.controls_executed),
+            fallbacks=int(result.fallbacks), replans_from_observation=int(result.replans_from_observation),
+            optimizer_iterations=int(result.optimizer_iterations),
+            task_time_s=task, planning_time_s=result.planning_time, waiting_time_s=result.waiting_time,
+            execution_time_s=result.execution_time, replan_p50_s=result.replan_p50,
+            replan_p95_s=result.replan_p95, planning_share=result.planning_time / task if task > 0 else None,
+            waiting_share=result.waiting_time / task if task > 0 else None,
+            final_distance_m=result.final_distance,
         )
     except DemoError as error:
         print(f"[demo] error: {error}", file=sys.stderr, flush=True)
@@ -218,6 +281,11 @@ def run_demo(options: argparse.Namespace) -> int:
         node.destroy_node()
         rclpy.shutdown()
         metrics["wall_time_s"] = time.monotonic() - started
+        if injector is not None:
+            metrics["fault"] = {**injector.metrics(), "outcome": metrics.get("outcome"),
+                                "failure_reason": metrics.get("failure_reason", "")}
+            print(f"[demo] fault {options.fault}: {metrics['fault']['detail']}; time to safe stop "
+                  f"{metrics['fault']['time_to_safe_stop_s']} s; outcome {metrics.get('outcome')}", flush=True)
         metrics["node_exit_codes"] = codes
         metrics["recorded_messages"] = recorder.counts
         states = observer.states()
@@ -240,6 +308,8 @@ def main(args=None) -> int:
     parser.add_argument("--out", default=None, help="run folder (default runs/<scene>-<time>)")
     parser.add_argument("--model", choices=MODELS, default=None,
                         help="predictive model (default: config/model.yaml)")
+    parser.add_argument("--planner", choices=sorted(PRESETS), default=None,
+                        help="planner preset (default: the MPC node's 'planner' parameter, realtime)")
     parser.add_argument("--iterations", type=int, default=None,
                         help="Parareal iterations K (default: config/model.yaml)")
     parser.add_argument("--max-controls", type=int, default=0, help="0: the MPC node's default (20)")
@@ -248,6 +318,8 @@ def main(args=None) -> int:
     parser.add_argument("--no-video", action="store_true", help="do not render run.gif after the run")
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME=VALUE",
                         help="parameter override for one node (repeatable)")
+    parser.add_argument("--fault", choices=sorted(FAULTS), default=None, help="inject one fault mid-goal")
+    parser.add_argument("--fault-after", type=int, default=2, help="controls executed before the fault")
     add_network_arguments(parser)
     options = parser.parse_args(args)
     try:

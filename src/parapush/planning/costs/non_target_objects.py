@@ -6,9 +6,13 @@ is pushed off the table or into the goal region. This term penalises
 - moving them: the squared displacement of each non-target object's centre from x_0
   to x_N (m^2), and
 - pushing them into the goal region: ``goal_entry_cost`` (in the same m^2 units) for
-  each non-target object whose centre is inside the goal region at some state x_1..x_N::
+  each non-target object whose centre is inside the goal region grown by
+  ``goal_entry_margin`` (m, default 0) at some state x_1..x_N::
 
-    J_other = sum_{i != target} ||c_i(N) - c_i(0)||^2 + goal_entry_cost * 1[exists n: c_i(n) in goal]
+    J_other = sum_{i != target} ||c_i(N) - c_i(0)||^2 + goal_entry_cost * 1[exists n: |c_i(n) - g| <= r + margin]
+
+  The margin keeps planned paths away from the goal's edge when predictions are uncertain
+  (a coarse model beyond the first control, push noise).
 
 Dropping them is charged by :mod:`~parapush.planning.costs.off_table`, which covers
 every object. With a single object the term is 0.
@@ -36,10 +40,11 @@ class NonTargetObjects:
         goal_radius: m.
         weight: overall weight.
         goal_entry_cost: m^2-equivalent charge per non-target object entering the goal.
+        goal_entry_margin: m, the goal region is grown by this for the entry charge.
     """
 
     name: ClassVar[str] = "non_target_objects"
-    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "goal_entry_cost")
+    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "goal_entry_cost", "goal_entry_margin")
 
     layout: StateLayout
     target_index: int
@@ -47,16 +52,20 @@ class NonTargetObjects:
     goal_radius: float
     weight: float = 1.0
     goal_entry_cost: float = 1.0
+    goal_entry_margin: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weight", checked_number(self.weight, f"{self.name}.weight"))
         object.__setattr__(
             self, "goal_entry_cost", checked_number(self.goal_entry_cost, f"{self.name}.goal_entry_cost")
         )
+        object.__setattr__(
+            self, "goal_entry_margin", checked_number(self.goal_entry_margin, f"{self.name}.goal_entry_margin")
+        )
 
     @classmethod
     def from_scene(
-        cls, scene: Scene, *, weight: float = 1.0, goal_entry_cost: float = 1.0
+        cls, scene: Scene, *, weight: float = 1.0, goal_entry_cost: float = 1.0, goal_entry_margin: float = 0.0
     ) -> NonTargetObjects:
         return cls(
             layout=scene.layout,
@@ -65,6 +74,7 @@ class NonTargetObjects:
             goal_radius=0.0 if scene.goal is None else scene.goal.radius,
             weight=weight,
             goal_entry_cost=goal_entry_cost,
+            goal_entry_margin=goal_entry_margin,
         )
 
     @property
@@ -81,6 +91,6 @@ class NonTargetObjects:
         total = np.einsum("smk,smk->s", displacement, displacement)
         if self.goal_center is not None:
             distance = np.linalg.norm(centres[:, 1:] - np.asarray(self.goal_center), axis=-1)
-            entered = np.any(distance <= self.goal_radius, axis=1)  # (S, m)
+            entered = np.any(distance <= self.goal_radius + self.goal_entry_margin, axis=1)  # (S, m)
             total = total + self.goal_entry_cost * entered.sum(axis=1)
         return total

@@ -1,0 +1,359 @@
+"""Real-time planning benchmark: the ISRR 2019 planner vs the real-time preset in the noisy simulated world.
+
+Planners (``parapush.planning.presets``), run side by side, interleaved per scene and seed:
+
+- ``isrr2019-fine``: the ISRR planner (S = 20, variance 1e-4, N = 4 x 1 s, every sample
+  rolled out with the fine model), planned then executed (:class:`MpcLoop`);
+- ``isrr2019-parareal1``: the same with Parareal K = 1 (analytical coarse model, schedule
+  forced to ``parareal``);
+- ``realtime``: the default preset: multi-fidelity planning (coarse search, elites
+  corrected with the fine model) in the pipelined loop (:class:`PipelinedMpcLoop`).
+
+The world is :class:`parapush.sim.world.SimWorld` with ``config/sim_world.yaml``'s
+defaults (push noise calibrated to ~8 mm / 4 deg per 15 cm push; arm acceleration limit;
+objects fall off the table), seeded per run, behind a
+:class:`parapush.planning.async_world.VirtualClockWorld`: execution costs SIMULATED time
+(the controls' durations), planning costs its MEASURED wall time, and the world's own
+physics is not counted. Task time = world clock from the first observation to the end;
+``task_over_execution`` = sum of task times / sum of times the pusher moved.
+``waiting`` is the time the pusher stood still (sequential: every re-plan; pipelined: the
+first plan, late plans and re-plans after a disagreeing observation).
+
+Scenes: every ``config/scenes/*.yaml`` plus 4 obstacle and 4 clutter scenes drawn by
+``bench/make_benchmark_scenes.py``'s generators with the NEW seed ``SCENE_SEED`` (never
+used for tuning), written to ``bench/scenes/new_{obstacle,clutter}_<k>.yaml``.
+Seeds 0, 1, 2 per scene (world noise and optimizer). ``--quick``: scenes
+``QUICK_SCENES`` only, and the ISRR planners limited to ``QUICK_ISRR_ITERATIONS``
+optimizer iterations per re-plan and ``QUICK_MAX_CONTROLS`` controls (as
+``bench/mpc_benchmark.py --quick``); the real-time planner is never limited.
+
+Timing: run under ``flock /tmp/parapush-timing.lock``; the load average (``uptime``) is
+printed and stored; re-plan CPU time (all threads) is reported next to wall time because
+the machine is shared.
+
+    python bench/realtime_mpc.py --quick          # bench/results/realtime_mpc_quick.json
+    python bench/realtime_mpc.py                  # bench/results/realtime_mpc.json
+    python bench/realtime_mpc.py --planners realtime --scenes clutter_1 --seeds 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parapush.planning import MpcStep, load_planner_config
+from parapush.planning.async_world import BlockingWorld, VirtualClockWorld
+from parapush.planning.presets import DEFAULT_PRESET, PlannerPreset, planner_preset
+from parapush.scene import Scene, load_scene
+from parapush.sim.world import SimWorld, WorldSettings
+from parapush.sim.world_physics import SimWorldPhysics
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
+from parareal_common import RESULTS, environment, format_table  # noqa: E402
+from parareal_common import _jsonable as jsonable  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG_SCENES = ROOT / "config" / "scenes"
+NEW_SCENES = Path(__file__).resolve().parent / "scenes"
+PLANNER_CONFIG = ROOT / "config" / "planner.yaml"
+SIM_CONFIG = ROOT / "config" / "sim_world.yaml"
+SCENE_SEED = 2026
+"""Generator seed of the new scenes (the committed config/scenes use 2019)."""
+NEW_SCENE_COUNT = 4
+PLANNERS = ("isrr2019-fine", "isrr2019-parareal1", DEFAULT_PRESET)
+SEEDS = (0, 1, 2)
+QUICK_SCENES = ("isrr_obstacle_1", "new_obstacle_1", "clutter_1", "new_clutter_1")
+QUICK_ISRR_ITERATIONS = 2
+QUICK_MAX_CONTROLS = 12
+
+
+# -- scenes -------------------------------------------------------------------------------------
+def write_new_scenes() -> list[Path]:
+    """Generate the new scenes (seed ``SCENE_SEED``) into bench/scenes/; returns their paths."""
+    NEW_SCENES.mkdir(exist_ok=True)
+    paths = []
+    for kind, generate in (("obstacle", obstacle_scene), ("clutter", clutter_scene)):
+        for index in range(1, NEW_SCENE_COUNT + 1):
+            scene = generate(SCENE_SEED, index)
+            scene["name"] = f"new_{kind}_{index}"
+            path = NEW_SCENES / f"{scene['name']}.yaml"
+            text = scene_yaml(scene, SCENE_SEED, f"(generators, --seed {SCENE_SEED}) via bench/realtime_mpc.py")
+            if not path.is_file() or path.read_text() != text:
+                path.write_text(text)
+            paths.append(path)
+    return paths
+
+
+def all_scene_paths() -> dict[str, Path]:
+    paths = {path.stem: path for path in sorted(CONFIG_SCENES.glob("*.yaml"))}
+    paths.update({path.stem: path for path in write_new_scenes()})
+    return paths
+
+
+def scene_kind(scene: Scene) -> str:
+    return "obstacle" if scene.obstacles else "clutter"
+
+
+def world_settings(seed: int) -> WorldSettings:
+    """``config/sim_world.yaml``'s world section (its noise defaults) with the run's seed."""
+    from parapush.yaml_file import read_yaml
+
+    data = dict(read_yaml(SIM_CONFIG, ValueError, "sim world config").get("world") or {})
+    data["seed"] = seed
+    return WorldSettings.from_mapping(data, "world")
+
+
+# -- timing proxies -------------------------------------------------------------------------------
+class CpuTimed:
+    """Passes everything to ``target``; accumulates the CPU time (all threads) of ``method``."""
+
+    def __init__(self, target: Any, method: str) -> None:
+        self._target = target
+        self._method = method
+        self.cpu = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._target, name)
+        if name != self._method:
+            return attribute
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return attribute(*args, **kwargs)
+            finally:
+                self.cpu += time.process_time() - started
+
+        return timed
+
+
+# -- one run --------------------------------------------------------------------------------------
+def preset_for(planner: str) -> PlannerPreset:
+    if planner == "isrr2019-fine":
+        return dataclasses.replace(planner_preset("isrr2019"), model="fine")
+    if planner == "isrr2019-parareal1":
+        return dataclasses.replace(planner_preset("isrr2019"), model="parareal", parareal_iterations=1)
+    return planner_preset(planner)
+
+
+def run_one(planner: str, scene_name: str, scene: Scene, seed: int, config: Any, args: argparse.Namespace) -> dict:
+    preset = preset_for(planner)
+    sequential = preset.loop == "sequential"
+    limited = args.quick and sequential
+    if limited:
+        preset = dataclasses.replace(
+            preset, optimizer_overrides={**preset.optimizer_overrides, "max_iterations": QUICK_ISRR_ITERATIONS}
+        )
+    max_controls = QUICK_MAX_CONTROLS if limited else config.mpc.max_controls
+    world = VirtualClockWorld(SimWorldPhysics(SimWorld(scene, world_settings(seed))))
+    load_before = os.getloadavg()[0]
+    wall_started, cpu_started = time.perf_counter(), time.process_time()
+    with preset.build(scene, config, seed=seed) as built:
+        timed = CpuTimed(built.loop.optimizer, "optimize")
+        built.loop.optimizer = timed
+        started = world.time()
+        if sequential:
+            replans: list[float] = []
+
+            def on_step(step: MpcStep) -> None:
+                replans.append(step.planning_time)
+
+            result = built.loop.run(BlockingWorld(world), max_controls=max_controls, callback=on_step)
+            task = world.time() - started
+            execution = world.motion_time
+            waiting = max(0.0, task - execution)
+            controls = result.controls_executed
+            extra = {}
+        else:
+            result = built.loop.run(world, max_controls=max_controls)
+            replans = result.replan_times.tolist()
+            task, execution, waiting = result.task_time, result.execution_time, result.waiting_time
+            controls = result.controls_executed
+            extra = {
+                "replans_from_observation": result.replans_from_observation,
+                "fallbacks": result.fallbacks,
+                "prediction_error_mm": [1e3 * step.prediction_error for step in result.steps],
+            }
+    return {
+        "planner": planner,
+        "scene": scene_name,
+        "kind": scene_kind(scene),
+        "seed": seed,
+        "outcome": result.outcome.name,
+        "success": result.success,
+        "failure_reason": result.failure_reason,
+        "controls": controls,
+        "max_controls": max_controls,
+        "optimizer_iterations": preset.optimizer_settings(config.optimizer).max_iterations,
+        "replan_times": replans,
+        "replan_cpu_total": timed.cpu,
+        "planning_time": float(sum(replans)),
+        "waiting_time": waiting,
+        "execution_time": execution,
+        "task_time": task,
+        "final_distance": result.final_distance,
+        "run_wall_time": time.perf_counter() - wall_started,
+        "run_cpu_time": time.process_time() - cpu_started,
+        "load_average_before": load_before,
+        **extra,
+    }
+
+
+# -- statistics -----------------------------------------------------------------------------------
+def wilson_interval(successes: int, runs: int, z: float = 1.959964) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate."""
+    if runs == 0:
+        return math.nan, math.nan
+    rate = successes / runs
+    denominator = 1 + z * z / runs
+    centre = (rate + z * z / (2 * runs)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / runs + z * z / (4 * runs * runs)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summarize(runs: list[dict]) -> list[dict]:
+    rows = []
+    planners = [p for p in PLANNERS if any(r["planner"] == p for r in runs)]
+    for planner in planners:
+        for kind in ("obstacle", "clutter", "all"):
+            chosen = [r for r in runs if r["planner"] == planner and (kind == "all" or r["kind"] == kind)]
+            if not chosen:
+                continue
+            successes = sum(r["success"] for r in chosen)
+            replans = np.concatenate([np.asarray(r["replan_times"], dtype=float) for r in chosen])
+            plans = max(1, len(replans))
+            execution = sum(r["execution_time"] for r in chosen)
+            rows.append(
+                {
+                    "planner": planner,
+                    "scene_kind": kind,
+                    "runs": len(chosen),
+                    "successes": int(successes),
+                    "success_ci95": list(wilson_interval(int(successes), len(chosen))),
+                    "replan_p50_s": float(np.percentile(replans, 50)) if replans.size else math.nan,
+                    "replan_p95_s": float(np.percentile(replans, 95)) if replans.size else math.nan,
+                    "replan_cpu_mean_s": sum(r["replan_cpu_total"] for r in chosen) / plans,
+                    "task_over_execution": sum(r["task_time"] for r in chosen) / execution if execution else math.nan,
+                    "waiting_s_per_run": sum(r["waiting_time"] for r in chosen) / len(chosen),
+                    "controls_mean": float(np.mean([r["controls"] for r in chosen])),
+                    "task_time_success_mean_s": float(np.mean([r["task_time"] for r in chosen if r["success"]]))
+                    if successes
+                    else math.nan,
+                }
+            )
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    headers = ["planner", "kind", "success", "95% CI", "replan p50 s", "p95 s", "CPU s/plan", "task/exec",
+               "wait s/run", "controls", "task s (succ.)"]
+    body = [
+        [
+            r["planner"],
+            r["scene_kind"],
+            f"{r['successes']}/{r['runs']}",
+            f"{100 * r['success_ci95'][0]:.0f}-{100 * r['success_ci95'][1]:.0f}%",
+            f"{r['replan_p50_s']:.3f}",
+            f"{r['replan_p95_s']:.3f}",
+            f"{r['replan_cpu_mean_s']:.3f}",
+            f"{r['task_over_execution']:.3f}",
+            f"{r['waiting_s_per_run']:.2f}",
+            f"{r['controls_mean']:.1f}",
+            f"{r['task_time_success_mean_s']:.1f}",
+        ]
+        for r in rows
+    ]
+    return format_table(headers, body)
+
+
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return f"load average {os.getloadavg()}"
+
+
+# -- main -----------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"scenes {QUICK_SCENES}; ISRR planners limited")
+    parser.add_argument("--scenes", nargs="+", help="scene names (config/scenes or bench/scenes)")
+    parser.add_argument("--planners", nargs="+", choices=PLANNERS, default=list(PLANNERS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    parser.add_argument("--output", help="results name (default realtime_mpc[_quick])")
+    args = parser.parse_args(argv)
+    config = load_planner_config(PLANNER_CONFIG)
+    paths = all_scene_paths()
+    names = args.scenes or (list(QUICK_SCENES) if args.quick else list(paths))
+    unknown = [name for name in names if name not in paths]
+    if unknown:
+        parser.error(f"unknown scene(s) {unknown}; known: {sorted(paths)}")
+    notes = []
+    if args.quick:
+        notes.append(
+            f"--quick: scenes {names} only; ISRR planners limited to {QUICK_ISRR_ITERATIONS} optimizer iterations "
+            f"per re-plan and {QUICK_MAX_CONTROLS} controls (the real-time planner is not limited)"
+        )
+    print(f"load before: {uptime()}", flush=True)
+    for note in notes:
+        print("note: " + note)
+    runs = []
+    started = time.perf_counter()
+    for name in names:
+        scene = load_scene(paths[name])
+        for seed in args.seeds:
+            for planner in args.planners:
+                record = run_one(planner, name, scene, seed, config, args)
+                runs.append(record)
+                replans = np.asarray(record["replan_times"])
+                print(
+                    f"[{time.perf_counter() - started:6.0f} s] {name:16s} seed {seed} {planner:19s} "
+                    f"{record['outcome']:14s} controls {record['controls']:2d} replan p50 "
+                    f"{np.median(replans) if replans.size else math.nan:.3f} s max "
+                    f"{replans.max() if replans.size else math.nan:.3f} s  task {record['task_time']:5.1f} s "
+                    f"exec {record['execution_time']:5.1f} s  load {record['load_average_before']:.1f}"
+                    + ("" if record["success"] else f"  ({record['failure_reason'][:80]})"),
+                    flush=True,
+                )
+    rows = summarize(runs)
+    load_after = uptime()
+    print()
+    print(table(rows))
+    print(f"load after: {load_after}")
+    name = args.output or ("realtime_mpc_quick" if args.quick else "realtime_mpc")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {
+        "environment": environment(),
+        "settings": {
+            "planners": args.planners,
+            "scenes": names,
+            "seeds": args.seeds,
+            "scene_seed": SCENE_SEED,
+            "quick": args.quick,
+            "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock",
+        },
+        "notes": notes,
+        "load_after": load_after,
+        "benchmark_wall_time": time.perf_counter() - started,
+        "summary": rows,
+        "runs": runs,
+    }
+    path.write_text(json.dumps(jsonable(payload), indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

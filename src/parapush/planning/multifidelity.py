@@ -1,0 +1,459 @@
+r"""Multi-fidelity trajectory optimisation: search with a cheap coarse model, decide with a corrected one.
+
+The ISRR planner rolls out every sampled sequence with the fine model (or Parareal):
+21 sequences x 4 s per iteration, 10 iterations, 5 s per re-plan on 2 cores. Most of
+those rollouts only steer the search; the decision needs accurate predictions for the
+few sequences that can win. :class:`MultiFidelityPlanner` therefore splits a re-plan:
+
+1. **Coarse search.** The stochastic optimizer
+   (:class:`~parapush.planning.optimizer.StochasticTrajectoryOptimizer`) runs on the
+   coarse model C (learned or analytical: ~1 ms for 21 sequences x 4 controls, measured
+   in ``bench/realtime_mpc.py``). Every sequence it rolls out is recorded with its
+   coarse cost.
+2. **Elite correction.** The E lowest-cost distinct sequences (the *elites*; two
+   sequences are distinct when some control differs by more than ``min_elite_distance``)
+   are predicted again with the corrector F~ (the fine model, or Parareal K = 1: x_1 is
+   then exact and x_2..x_N carry one Parareal correction), in ONE ``predict`` call so the
+   corrector's backend runs them in parallel.
+3. **Decision on corrected predictions.** The elites are re-ranked by their cost under the
+   corrected trajectories; the best one is the plan, returned with its corrected
+   trajectory and cost (never a coarse prediction).
+4. **Refinement (Parareal's correction applied to the search).** If the chosen plan's
+   corrected cost differs from its coarse cost by more than ``mismatch_tolerance``
+   (relative), the coarse model misjudged this region. One more coarse search is run,
+   warm-started from the corrected best, with the coarse model shifted by the jumps
+   b_n = F~(u*)_n - C(u*)_n of the best plan (the F - C term of Parareal, Eq 3, frozen at
+   u* and added to every sampled sequence's coarse states, so neighbours of u* are
+   judged with its correction); its new elites are corrected and compete with the
+   previous ones. At most ``rounds`` rounds run.
+
+The corrected rollouts per re-plan are at most ``rounds x elites`` (2 x 4 by default)
+against the ISRR planner's 10 x 21: the fine physics is spent only where the decision
+is made. With ``corrected_controls = m < N`` the corrector predicts only the first m
+controls of each elite (x_1..x_m exact with the fine model, as Parareal's first K states)
+and the coarse model continues from x_m: the MPC executes one control before re-planning,
+and on 2 shared cores this cut the CPU per re-plan in clutter from 0.62 s to 0.16 s with
+no loss of success on the tuning scenes (``parapush.planning.presets`` lists the figures).
+
+:meth:`MultiFidelityPlanner.optimize` has the optimizer's signature, with the loop's
+predictive model as the corrector, so it drops into :class:`parapush.planning.MpcLoop`
+and :class:`parapush.planning.pipelined_mpc.PipelinedMpcLoop` unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from parapush.planning.optimizer import (
+    AllPredictionsFailedError,
+    OptimizationResult,
+    OptimizerSettings,
+    StochasticTrajectoryOptimizer,
+    TrajectoryCost,
+    cost_terms,
+)
+from parapush.planning.predictive_model import PredictiveModel, check_trajectories, is_finite_trajectory
+from parapush.prediction.config import COARSE_MODELS
+from parapush.scene import Scene, StateLayout
+from parapush.scene.state import wrap_angle
+
+__all__ = [
+    "COARSE_CHOICES",
+    "BiasedModel",
+    "MultiFidelityPlanner",
+    "MultiFidelityReport",
+    "MultiFidelitySettings",
+    "choose_coarse_model",
+    "select_elites",
+]
+
+COARSE_CHOICES = COARSE_MODELS  # the model config's names (parapush.prediction.config)
+"""``auto``: the learned model where it supports the scene (cylinders of its trained size, up
+to its trained object count; obstacles ignored for prediction when ``learned_with_obstacles``),
+otherwise the analytical model."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultiFidelitySettings:
+    """How a multi-fidelity re-plan is split (see the module docstring).
+
+    Attributes:
+        elites: E, sequences corrected per round (one corrector ``predict`` call each).
+        rounds: most correction rounds per re-plan (1: no refinement).
+        refine_iterations: coarse optimizer iterations of every round after the first.
+        mismatch_tolerance: relative |corrected - coarse| cost of the chosen plan above which
+            another round runs.
+        min_elite_distance: m/s; elites differ by more than this in at least one control.
+        corrected_controls: m, how many leading controls of an elite the corrector predicts
+            (the coarse model continues from its state for the rest of the horizon); None: all.
+            The MPC executes only the first control before re-planning, so the near future
+            needs the accuracy; m < N divides the corrector's cost by N / m.
+    """
+
+    elites: int = 4
+    rounds: int = 2
+    refine_iterations: int = 4
+    mismatch_tolerance: float = 0.2
+    min_elite_distance: float = 1e-3
+    corrected_controls: int | None = None
+
+    def __post_init__(self) -> None:
+        value = self.corrected_controls
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"corrected_controls: expected an integer >= 1 or None, got {value!r}")
+        for name in ("elites", "rounds", "refine_iterations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        for name in ("mismatch_tolerance", "min_elite_distance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
+            object.__setattr__(self, name, float(value))
+
+
+@dataclass(frozen=True)
+class MultiFidelityReport:
+    """What the last re-plan did.
+
+    Attributes:
+        rounds: correction rounds run.
+        corrected_sequences: sequences rolled out with the corrector.
+        coarse_sequences: sequences rolled out with the coarse model.
+        coarse_time: s of wall time in the coarse searches (coarse predictions and costs).
+        correction_time: s of wall time in the corrector's predictions.
+        coarse_cost: the chosen plan's cost under its coarse prediction (NaN if it has none).
+        corrected_cost: its cost under the corrected prediction.
+        rank_changed: whether the corrected ranking chose another sequence than the coarse one.
+    """
+
+    rounds: int
+    corrected_sequences: int
+    coarse_sequences: int
+    coarse_time: float
+    correction_time: float
+    coarse_cost: float
+    corrected_cost: float
+    rank_changed: bool
+
+
+class _RecordingModel:
+    """Passes ``predict`` to ``model`` and keeps every batch (controls, trajectories)."""
+
+    def __init__(self, model: PredictiveModel) -> None:
+        self.model = model
+        self.controls: list[np.ndarray] = []
+        self.trajectories: list[np.ndarray] = []
+
+    def predict(self, initial_state: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        trajectories = np.asarray(self.model.predict(initial_state, controls, durations), dtype=float)
+        self.controls.append(np.array(controls, dtype=float))
+        self.trajectories.append(trajectories)
+        return trajectories
+
+    def batches(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.concatenate(self.controls), np.concatenate(self.trajectories)
+
+
+class BiasedModel:
+    """A predictive model shifted by fixed per-node jumps: x_n <- C(x)_n + b_n (yaw jumps wrapped
+    by the caller). Rows that C could not predict stay NaN.
+
+    Args:
+        model: the coarse model C.
+        bias: (N+1, D) the jumps b_n added to every predicted trajectory (b_0 = 0).
+    """
+
+    def __init__(self, model: PredictiveModel, bias: np.ndarray) -> None:
+        self.model = model
+        self.bias = np.asarray(bias, dtype=float)
+
+    def predict(self, initial_state: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        trajectories = np.asarray(self.model.predict(initial_state, controls, durations), dtype=float)
+        if trajectories.shape[1:] != self.bias.shape:
+            raise ValueError(f"bias: shape {self.bias.shape} does not fit trajectories {trajectories.shape}")
+        return trajectories + self.bias[None]
+
+
+def select_elites(controls: np.ndarray, costs: np.ndarray, count: int, min_distance: float) -> np.ndarray:
+    """Indices of the ``count`` lowest finite costs among sequences that differ pairwise by more
+    than ``min_distance`` (m/s, largest control difference); fewer when fewer exist.
+
+    Args:
+        controls: (M, N, 2) m/s.
+        costs: (M,) cost of each sequence (non-finite: never chosen).
+        count: E.
+        min_distance: m/s.
+    """
+    order = np.argsort(np.where(np.isfinite(costs), costs, np.inf), kind="stable")
+    chosen: list[int] = []
+    for index in order:
+        if not np.isfinite(costs[index]):
+            break
+        if all(np.max(np.abs(controls[index] - controls[other])) > min_distance for other in chosen):
+            chosen.append(int(index))
+            if len(chosen) == count:
+                break
+    return np.array(chosen, dtype=int)
+
+
+def _wrap_yaw_jumps(jumps: np.ndarray) -> np.ndarray:
+    """``jumps`` (..., D) with the object yaw components wrapped to [-pi, pi)."""
+    jumps = jumps.copy()
+    yaws = StateLayout((jumps.shape[-1] - 4) // 6).yaw_indices
+    jumps[..., yaws] = wrap_angle(jumps[..., yaws])
+    return jumps
+
+
+def choose_coarse_model(
+    scene: Scene,
+    choice: str = "auto",
+    *,
+    learned_with_obstacles: bool = True,
+    resolve_overlaps: bool = True,
+    weights_path: Any = None,
+    fine_settings: Any = None,
+) -> Any:
+    """The coarse propagator for ``scene``: learned or analytical (see :data:`COARSE_CHOICES`);
+    ``resolve_overlaps`` is passed to it (the feasibility projection of its predictions);
+    ``weights_path`` and ``fine_settings`` to the learned model (None: the shipped weights,
+    the default fine settings; a ``model:`` config's ``learned_weights`` and ``fine``).
+
+    Raises:
+        ValueError naming ``choice``; the learned model's ``ModelMismatchError`` when
+        ``choice == "learned"`` and it does not support the scene.
+    """
+    if choice not in COARSE_CHOICES:
+        raise ValueError(f"choice: expected one of {COARSE_CHOICES}, got {choice!r}")
+    from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+
+    if choice == "analytical":
+        return AnalyticalCoarseModel(scene, resolve_overlaps=resolve_overlaps)
+    try:
+        from parapush.learning.coarse_learned import LearnedCoarseModel
+
+        return LearnedCoarseModel(
+            scene, weights_path, ignore_obstacles=learned_with_obstacles or choice == "learned",
+            resolve_overlaps=resolve_overlaps, fine_settings=fine_settings,
+        )
+    except (ImportError, ValueError, OSError):
+        if choice == "learned":
+            raise
+        return AnalyticalCoarseModel(scene, resolve_overlaps=resolve_overlaps)
+
+
+class MultiFidelityPlanner:
+    """Coarse search, elite correction, decision on corrected predictions (module docstring).
+
+    Args:
+        optimizer: the coarse search (its settings are the plan's: horizon, durations,
+            speed limit; ``max_iterations`` is the first round's iteration count).
+        coarse: the coarse predictive model C (e.g. a ``PropagatorRollout`` of the
+            learned or analytical model).
+        settings: the split.
+
+    Attributes:
+        settings: the optimizer settings (so :class:`~parapush.planning.MpcLoop` can use
+            this planner as its optimizer).
+        multifidelity: the :class:`MultiFidelitySettings`.
+        last_report: :class:`MultiFidelityReport` of the last :meth:`optimize` (None before).
+    """
+
+    def __init__(
+        self,
+        optimizer: StochasticTrajectoryOptimizer,
+        coarse: PredictiveModel,
+        settings: MultiFidelitySettings | None = None,
+    ) -> None:
+        if not isinstance(optimizer, StochasticTrajectoryOptimizer):
+            raise TypeError(f"optimizer: expected a StochasticTrajectoryOptimizer, got {type(optimizer).__name__}")
+        if not callable(getattr(coarse, "predict", None)):
+            raise TypeError("coarse: expected a PredictiveModel (an object with `predict()`)")
+        settings = MultiFidelitySettings() if settings is None else settings
+        if not isinstance(settings, MultiFidelitySettings):
+            raise TypeError(f"settings: expected MultiFidelitySettings, got {type(settings).__name__}")
+        self.optimizer = optimizer
+        self.coarse = coarse
+        self.multifidelity = settings
+        self.last_report: MultiFidelityReport | None = None
+        refine_settings = _replace_iterations(optimizer.settings, settings.refine_iterations)
+        self._refiner = StochasticTrajectoryOptimizer(refine_settings, rng=optimizer.rng)
+
+    @property
+    def settings(self) -> OptimizerSettings:
+        return self.optimizer.settings
+
+    def optimize(
+        self,
+        initial_state: np.ndarray,
+        initial_controls: np.ndarray,
+        model: PredictiveModel,
+        cost: TrajectoryCost,
+    ) -> OptimizationResult:
+        """Plan from ``initial_state``; ``model`` is the corrector F~ (fine or Parareal).
+
+        Returns:
+            the chosen sequence with its CORRECTED trajectory and cost; ``iterations`` counts
+            coarse iterations; ``cost_history`` holds the best corrected cost after each round.
+        Raises:
+            AllPredictionsFailedError when no elite could be predicted by the corrector.
+        """
+        started = time.perf_counter()
+        settings = self.multifidelity
+        initial_state = np.asarray(initial_state, dtype=float)
+        durations = self.settings.durations
+        coarse_model: PredictiveModel = self.coarse
+        searcher = self.optimizer
+        start_controls = np.asarray(initial_controls, dtype=float)
+        corrected_controls: list[np.ndarray] = []
+        corrected_trajectories: list[np.ndarray] = []
+        corrected_costs: list[float] = []
+        coarse_costs: list[float] = []
+        history: list[float] = []
+        iterations = unstable = coarse_sequences = 0
+        coarse_time = correction_time = 0.0
+        first_coarse_choice: np.ndarray | None = None
+        rounds = 0
+        for _round in range(settings.rounds):
+            rounds += 1
+            coarse_started = time.perf_counter()
+            recorder = _RecordingModel(coarse_model)
+            try:
+                search = searcher.optimize(initial_state, start_controls, recorder, cost)
+                iterations += search.iterations
+                unstable += search.unstable_samples
+            except AllPredictionsFailedError:
+                search = None
+            if not recorder.controls:
+                break
+            controls, trajectories = recorder.batches()
+            coarse_sequences += controls.shape[0]
+            costs = np.full(controls.shape[0], math.inf)
+            finite = is_finite_trajectory(trajectories)
+            if np.any(finite):
+                costs[finite] = np.asarray(cost.evaluate(trajectories[finite], controls[finite]), dtype=float)
+            if first_coarse_choice is None and search is not None:
+                first_coarse_choice = search.controls.copy()
+            # skip sequences already corrected in an earlier round
+            for done in corrected_controls:
+                costs[np.max(np.abs(controls - done[None]), axis=(1, 2)) <= settings.min_elite_distance] = math.inf
+            elites = select_elites(controls, costs, settings.elites, settings.min_elite_distance)
+            coarse_time += time.perf_counter() - coarse_started
+            if elites.size == 0:
+                break
+            correction_started = time.perf_counter()
+            corrected = self._correct(model, initial_state, controls[elites], durations)
+            correction_time += time.perf_counter() - correction_started
+            valid = is_finite_trajectory(corrected)
+            unstable += int(np.count_nonzero(~valid))
+            elite_costs = np.full(elites.size, math.inf)
+            if np.any(valid):
+                elite_costs[valid] = np.asarray(cost.evaluate(corrected[valid], controls[elites][valid]), dtype=float)
+            elite_costs = np.where(np.isnan(elite_costs), math.inf, elite_costs)
+            # coarse cost of each elite as the unbiased coarse model sees it (for the report)
+            unbiased = costs[elites] if coarse_model is self.coarse else _costs(
+                self.coarse, initial_state, controls[elites], durations, cost
+            )
+            corrected_controls.extend(controls[elites])
+            corrected_trajectories.extend(corrected)
+            corrected_costs.extend(elite_costs.tolist())
+            coarse_costs.extend(np.asarray(unbiased, dtype=float).tolist())
+            best = int(np.argmin(corrected_costs))
+            history.append(float(corrected_costs[best]))
+            if not math.isfinite(corrected_costs[best]):
+                continue
+            mismatch = abs(corrected_costs[best] - coarse_costs[best])
+            if mismatch <= settings.mismatch_tolerance * max(abs(corrected_costs[best]), 1e-12):
+                break
+            # refine around the corrected best with the coarse model shifted by its F~ - C jumps
+            coarse_best = np.asarray(
+                self.coarse.predict(initial_state, corrected_controls[best][None], durations), dtype=float
+            )[0]
+            if not np.all(np.isfinite(coarse_best)):
+                break
+            jumps = _wrap_yaw_jumps(corrected_trajectories[best] - coarse_best)
+            coarse_model = BiasedModel(self.coarse, jumps)
+            searcher = self._refiner
+            start_controls = corrected_controls[best]
+        if not corrected_costs or not math.isfinite(min(corrected_costs)):
+            raise AllPredictionsFailedError(
+                f"no corrected elite could be predicted ({len(corrected_costs)} tried, {unstable} unstable)"
+            )
+        best = int(np.argmin(corrected_costs))
+        chosen_controls = corrected_controls[best]
+        chosen_trajectory = corrected_trajectories[best]
+        terms = cost_terms(cost, chosen_trajectory, chosen_controls)
+        self.last_report = MultiFidelityReport(
+            rounds=rounds,
+            corrected_sequences=len(corrected_costs),
+            coarse_sequences=coarse_sequences,
+            coarse_time=coarse_time,
+            correction_time=correction_time,
+            coarse_cost=float(coarse_costs[best]),
+            corrected_cost=float(corrected_costs[best]),
+            rank_changed=bool(
+                first_coarse_choice is None
+                or np.max(np.abs(first_coarse_choice - chosen_controls)) > settings.min_elite_distance
+            ),
+        )
+        return OptimizationResult(
+            controls=chosen_controls.copy(),
+            cost=float(corrected_costs[best]),
+            trajectory=chosen_trajectory.copy(),
+            iterations=iterations,
+            cost_history=np.array(history),
+            time=time.perf_counter() - started,
+            unstable_samples=unstable,
+            stop_reason="iterations",
+            cost_terms=terms,
+        )
+
+
+    def _correct(
+        self, model: PredictiveModel, initial_state: np.ndarray, controls: np.ndarray, durations: np.ndarray
+    ) -> np.ndarray:
+        """Corrected trajectories (E, N+1, D): the corrector for the first ``corrected_controls``
+        controls, then the coarse model from the corrector's state."""
+        samples, horizon = controls.shape[:2]
+        dimension = initial_state.shape[0]
+        leading = self.multifidelity.corrected_controls
+        if leading is None or leading >= horizon:
+            return check_trajectories(
+                model.predict(initial_state, controls, durations), samples, horizon, dimension, "corrector"
+            )
+        head = check_trajectories(
+            model.predict(initial_state, controls[:, :leading], durations[:leading]),
+            samples,
+            leading,
+            dimension,
+            "corrector",
+        )
+        trajectories = np.full((samples, horizon + 1, dimension), np.nan)
+        trajectories[:, : leading + 1] = head
+        for row in range(samples):
+            if np.all(np.isfinite(head[row, leading])):
+                tail = self.coarse.predict(head[row, leading], controls[row : row + 1, leading:], durations[leading:])
+                trajectories[row, leading + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
+        return trajectories
+
+
+def _costs(
+    model: PredictiveModel, state: np.ndarray, controls: np.ndarray, durations: np.ndarray, cost: TrajectoryCost
+) -> np.ndarray:
+    trajectories = np.asarray(model.predict(state, controls, durations), dtype=float)
+    costs = np.full(controls.shape[0], math.inf)
+    finite = is_finite_trajectory(trajectories)
+    if np.any(finite):
+        costs[finite] = np.asarray(cost.evaluate(trajectories[finite], controls[finite]), dtype=float)
+    return costs
+
+
+def _replace_iterations(settings: OptimizerSettings, iterations: int) -> OptimizerSettings:
+    return dataclasses.replace(settings, max_iterations=iterations, time_budget=None)

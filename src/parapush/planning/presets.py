@@ -1,0 +1,260 @@
+"""Named planner presets: the papers' planner for reproduction and the real-time default.
+
+A :class:`PlannerPreset` says which loop runs (sequential plan-then-execute
+:class:`~parapush.planning.MpcLoop` or :class:`~parapush.planning.pipelined_mpc.PipelinedMpcLoop`),
+which predictive model the loop uses, and, for the multi-fidelity planner, the coarse
+model and the split (:class:`~parapush.planning.multifidelity.MultiFidelitySettings`).
+Optimizer fields that differ from ``config/planner.yaml`` are listed in
+``optimizer_overrides``; everything else (cost weights, MPC settings) comes from the
+planner configuration, so a preset never duplicates it.
+
+- ``isrr2019``: the ISRR 2019 planner: S = 20 samples, variance 1e-4, N = 4 x 1 s,
+  every sample rolled out with Parareal K = 1 (``model="fine"`` for the fine model),
+  planned then executed. Its optimizer settings are ``config/planner.yaml``'s.
+- ``realtime`` (the default, :data:`DEFAULT_PRESET`): the multi-fidelity planner in the
+  pipelined loop: coarse search with the learned model (obstacles ignored for prediction,
+  no overlap projection; the analytical model for scenes it does not support), 30 samples
+  x 10 iterations; 4 elites corrected with the fine model for their first control (the
+  coarse model continues from the exact x_1), at most 2 rounds; another object's goal
+  entry is charged 2 cm before it reaches the goal.
+
+Why these values (tuning scenes drawn by ``bench/make_benchmark_scenes.py``'s generators
+with seed 7, 4 obstacle + 4 clutter, seeds 0-1, SimWorld with push noise, pipelined loop;
+never the benchmark's scenes; 2 shared cores at load 4-6, so CPU per re-plan is the
+figure to compare):
+
+==========================================  =========  =========  ===========  ==========
+variant (clutter scenes)                    successes  p50 wall   CPU / plan   task/exec
+==========================================  =========  =========  ===========  ==========
+4 elites x 4 s fine, 2 rounds               6/8        0.82 s     0.62 s       1.25
+2 elites x 4 s fine, 1 round                6/8        0.40 s     0.24 s       1.08
+4 elites, fine for 1 control, 2 rounds      7/8        0.26 s     0.16 s       1.04
+8 elites, fine for 1 control, 2 rounds      8/8        0.63 s     0.40 s       1.16
+the above (4, 1 control) without projection 7/8        0.21 s     0.16 s       1.02
+==========================================  =========  =========  ===========  ==========
+
+Its remaining failures put another object into the goal (planned from predictions that
+are coarse beyond the first control, executed with push noise): charging goal entry for
+the goal grown by 2 cm (``non_target_objects.goal_entry_margin``) gave 12/12 clutter runs
+(seeds 0-2; 10/12 without, 11/12 with 4 cm), p50 0.27 s, CPU 0.19 s per re-plan.
+
+Obstacle scenes, 4 elites, fine for 1 control: learned coarse model (obstacles ignored)
+8/8, p50 0.11 s, CPU 0.08 s; analytical coarse model 0/8 (all ran out of controls).
+
+Select one by name with :func:`planner_preset`; build its loop with :meth:`PlannerPreset.build`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from parapush.parareal.solver import MODELS
+from parapush.planning.costs import CostFunction
+from parapush.planning.mpc import MpcLoop
+from parapush.planning.multifidelity import (
+    COARSE_CHOICES,
+    MultiFidelityPlanner,
+    MultiFidelitySettings,
+    choose_coarse_model,
+)
+from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryOptimizer
+from parapush.planning.pipelined_mpc import PipelinedMpcLoop, PipelineSettings
+from parapush.planning.predictive_model import PropagatorRollout
+from parapush.scene import Scene
+
+__all__ = ["DEFAULT_PRESET", "PRESETS", "BuiltPlanner", "PlannerPreset", "planner_preset"]
+
+LOOPS = ("sequential", "pipelined")
+LOOP_MODELS = tuple(name for name in MODELS if name != "coarse")  # the corrector: fine or Parareal
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerPreset:
+    """A named planner.
+
+    Attributes:
+        name: the preset's name.
+        loop: ``"sequential"`` (plan, then execute) or ``"pipelined"``.
+        model: the loop's predictive model: ``"fine"`` or ``"parareal"`` (the multi-fidelity
+            planner's corrector).
+        parareal_iterations: K for ``model="parareal"``.
+        coarse: None for the single-fidelity optimizer; else the multi-fidelity planner's
+            coarse model, one of :data:`~parapush.planning.multifidelity.COARSE_CHOICES`.
+        coarse_resolves_overlaps: whether the coarse model projects its predictions out of
+            penetration (ISRR Eq 9).
+        multifidelity: the multi-fidelity split (with ``coarse``).
+        pipeline: the pipelined loop's policies (with ``loop="pipelined"``).
+        optimizer_overrides: optimizer fields replacing ``config/planner.yaml``'s.
+        cost_overrides: ``{term: {parameter: value}}`` merged into ``config/planner.yaml``'s costs.
+    """
+
+    name: str
+    loop: str
+    model: str
+    parareal_iterations: int = 1
+    coarse: str | None = None
+    coarse_resolves_overlaps: bool = True
+    multifidelity: MultiFidelitySettings | None = None
+    pipeline: PipelineSettings | None = None
+    optimizer_overrides: Mapping[str, Any] = field(default_factory=dict)
+    cost_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name: expected a non-empty string, got {self.name!r}")
+        if self.loop not in LOOPS:
+            raise ValueError(f"loop: expected one of {LOOPS}, got {self.loop!r}")
+        if self.model not in LOOP_MODELS:
+            raise ValueError(f"model: expected one of {LOOP_MODELS}, got {self.model!r}")
+        if isinstance(self.parareal_iterations, bool) or not isinstance(self.parareal_iterations, int) or (
+            self.parareal_iterations < 1
+        ):
+            raise ValueError(f"parareal_iterations: expected an integer >= 1, got {self.parareal_iterations!r}")
+        if self.coarse is not None and self.coarse not in COARSE_CHOICES:
+            raise ValueError(f"coarse: expected None or one of {COARSE_CHOICES}, got {self.coarse!r}")
+        if (self.coarse is None) != (self.multifidelity is None):
+            raise ValueError("multifidelity: give it exactly when coarse is set (the multi-fidelity planner)")
+        if (self.loop == "pipelined") != (self.pipeline is not None):
+            raise ValueError("pipeline: give it exactly when loop is 'pipelined'")
+        known = {item.name for item in dataclasses.fields(OptimizerSettings)}
+        unknown = sorted(set(self.optimizer_overrides) - known)
+        if unknown:
+            raise ValueError(f"optimizer_overrides: unknown field(s) {unknown}; known: {sorted(known)}")
+        object.__setattr__(self, "optimizer_overrides", MappingProxyType(dict(self.optimizer_overrides)))
+        object.__setattr__(
+            self,
+            "cost_overrides",
+            MappingProxyType({term: MappingProxyType(dict(values)) for term, values in self.cost_overrides.items()}),
+        )
+
+    def costs(self, base: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """``base`` (``config/planner.yaml``'s cost terms) with this preset's overrides merged in."""
+        merged = {term: dict(values or {}) for term, values in base.items()}
+        for term, values in self.cost_overrides.items():
+            merged.setdefault(term, {}).update(values)
+        return merged
+
+    def optimizer_settings(self, base: OptimizerSettings) -> OptimizerSettings:
+        """``base`` (``config/planner.yaml``'s) with this preset's overrides."""
+        return dataclasses.replace(base, **self.optimizer_overrides)
+
+    def build(
+        self,
+        scene: Scene,
+        config: Any,
+        *,
+        seed: int | None = None,
+        backend: str = "threads",
+        workers: int | None = None,
+        model: Any = None,
+        coarse: Any = None,
+    ) -> BuiltPlanner:
+        """The loop of this preset for ``scene``.
+
+        Args:
+            scene: the task.
+            config: a :class:`~parapush.planning.PlannerConfig` (optimizer base, MPC settings, costs).
+            seed: optimizer seed (default: the configuration's).
+            backend, workers: the fine backend of the predictive model built here (without ``model``).
+            model: the loop's predictive model (the corrector), e.g. the MPC node's predictor;
+                None: a :class:`~parapush.prediction.EnginePrediction` of this preset's ``model``
+                and K, owned (closed) by the returned planner.
+            coarse: the multi-fidelity planner's coarse propagator (with ``coarse`` set in the
+                preset), e.g. built from the MPC node's model config; None:
+                :func:`choose_coarse_model` of ``self.coarse``. Its ``max_speed`` (the learned
+                model's trained range), if any, caps the optimizer's speed.
+        Returns:
+            a :class:`BuiltPlanner`; close it (or use ``with``) to release what it owns.
+        """
+        overrides = {} if seed is None else {"seed": seed}
+        settings = dataclasses.replace(self.optimizer_settings(config.optimizer), **overrides)
+        owned = model is None
+        if model is None:
+            from parapush.prediction import EnginePrediction, ModelConfig
+
+            # forced "parareal": "auto" would pick sample-parallel fine on 2 cores (mpc_benchmark)
+            model_config = ModelConfig(name=self.model, iterations=self.parareal_iterations,
+                                       schedule="parareal" if self.model == "parareal" else "auto",
+                                       backend=backend, workers=workers)
+            model = EnginePrediction.build(scene, model_config)
+        optimizer = StochasticTrajectoryOptimizer(settings)
+        planner: Any = optimizer
+        if self.coarse is not None:
+            if coarse is None:
+                coarse = choose_coarse_model(scene, self.coarse, resolve_overlaps=self.coarse_resolves_overlaps)
+            speed_limit = getattr(coarse, "max_speed", None)
+            if speed_limit is not None and speed_limit < settings.max_speed:
+                optimizer = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=speed_limit))
+            planner = MultiFidelityPlanner(optimizer, PropagatorRollout(coarse), self.multifidelity)
+        cost = CostFunction.from_config(scene, self.costs(config.costs))
+        if self.loop == "pipelined":
+            loop: Any = PipelinedMpcLoop(scene, planner, model, cost, config.mpc, self.pipeline)
+        else:
+            loop = MpcLoop(scene, planner, model, cost, config.mpc)
+        return BuiltPlanner(preset=self, loop=loop, planner=planner, model=model, owns_model=owned)
+
+
+@dataclass
+class BuiltPlanner:
+    """A preset's loop and the objects behind it.
+
+    Attributes:
+        preset: the preset.
+        loop: an :class:`MpcLoop` (runs on a ``World``) or a :class:`PipelinedMpcLoop`
+            (runs on an ``AsyncWorld``).
+        planner: the optimizer or :class:`MultiFidelityPlanner`.
+        model: the loop's predictive model.
+        owns_model: whether :meth:`close` closes ``model`` (it was built here).
+    """
+
+    preset: PlannerPreset
+    loop: Any
+    planner: Any
+    model: Any
+    owns_model: bool = True
+
+    @property
+    def pipelined(self) -> bool:
+        return isinstance(self.loop, PipelinedMpcLoop)
+
+    def close(self) -> None:
+        close = getattr(self.model, "close", None)
+        if self.owns_model and callable(close):
+            close()
+
+    def __enter__(self) -> BuiltPlanner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+ISRR2019 = PlannerPreset(name="isrr2019", loop="sequential", model="parareal", parareal_iterations=1)
+REALTIME = PlannerPreset(
+    name="realtime",
+    loop="pipelined",
+    model="fine",
+    coarse="auto",
+    coarse_resolves_overlaps=False,
+    multifidelity=MultiFidelitySettings(
+        elites=4, rounds=2, refine_iterations=4, mismatch_tolerance=0.2, corrected_controls=1
+    ),
+    pipeline=PipelineSettings(replan_distance=0.01, fallback_clearance=0.005),
+    optimizer_overrides={"samples": 30, "max_iterations": 10, "time_budget": None},
+    cost_overrides={"non_target_objects": {"goal_entry_margin": 0.02}},
+)
+PRESETS: Mapping[str, PlannerPreset] = MappingProxyType({ISRR2019.name: ISRR2019, REALTIME.name: REALTIME})
+"""The presets by name."""
+DEFAULT_PRESET = REALTIME.name
+
+
+def planner_preset(name: str = DEFAULT_PRESET) -> PlannerPreset:
+    """The preset called ``name``; ValueError naming the known ones otherwise."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"name: unknown planner preset {name!r}; known: {sorted(PRESETS)}") from None

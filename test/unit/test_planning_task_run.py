@@ -1,0 +1,64 @@
+"""run_task: both planner presets on the glued toy system, reported with one set of definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_planning_fixtures import GluedPropagator, glued_model, initial_state, tiny_scene
+
+from parapush.planning import MpcOutcome
+from parapush.planning.async_world import PropagatorPhysics, VirtualClockWorld
+from parapush.planning.planner_config import planner_config_from_dict
+from parapush.planning.presets import PRESETS
+from parapush.planning.task_run import PlanRecorder, run_task
+
+CONFIG = planner_config_from_dict({
+    "optimizer": {"max_iterations": 3, "samples": 8, "seed": 0},
+    "mpc": {"max_controls": 20},
+    "costs": {"goal_distance": {"weight": 1.0}, "smoothness": {"weight": 0.1}},
+})
+
+
+def run(preset_name: str, steps: list | None = None, **options):
+    scene = tiny_scene()
+    glued = GluedPropagator(scene.layout, scene.target_index)
+    built = PRESETS[preset_name].build(scene, CONFIG, model=glued_model(scene), coarse=glued)
+    world = VirtualClockWorld(PropagatorPhysics(glued, initial_state(scene)))
+    steps = [] if steps is None else steps
+    report = run_task(built, world, callback=steps.append, **options)
+    assert not isinstance(built.loop.optimizer, PlanRecorder), "run_task left its recorder in the loop"
+    return scene, report, steps
+
+
+@pytest.mark.parametrize("preset_name", sorted(PRESETS))
+def test_both_loops_report_steps_and_times_alike(preset_name) -> None:
+    scene, report, steps = run(preset_name)
+    assert report.outcome is MpcOutcome.SUCCESS and report.preset == preset_name
+    assert len(steps) == report.controls_executed >= 1
+    assert [step.step for step in steps] == list(range(len(steps)))
+    assert report.waiting_time == pytest.approx(sum(step.waiting_time for step in steps))
+    assert steps[0].waiting_time > 0.0  # the first plan is made standing still
+    assert len(report.replan_times) >= len(steps) - report.fallbacks
+    assert report.planning_time == pytest.approx(float(np.sum(report.replan_times)))
+    assert report.replan_p50 <= report.replan_p95
+    assert report.task_time >= report.execution_time > 0.0
+    assert [step.task_time for step in steps] == sorted(step.task_time for step in steps)
+    assert report.optimizer_iterations >= len(report.replan_times)
+    horizon = CONFIG.optimizer.horizon
+    for step in steps:
+        if not step.fallback:
+            assert step.planned_controls.shape == (horizon, 2)
+            assert step.predicted_trajectory.shape == (horizon + 1, scene.layout.dimension)
+            np.testing.assert_array_equal(step.control, step.planned_controls[0])
+    assert report.final_distance <= scene.goal.radius
+    if preset_name == "isrr2019":  # plan, then execute: the pusher stands still for every plan
+        assert report.waiting_time >= report.planning_time
+        assert report.fallbacks == 0 and report.replans_from_observation == 0
+
+
+@pytest.mark.parametrize("preset_name", sorted(PRESETS))
+def test_a_task_cancelled_after_its_first_control_ends_canceled(preset_name) -> None:
+    steps: list = []
+    _scene, report, _steps = run(preset_name, steps, should_cancel=lambda: len(steps) >= 1)
+    assert report.outcome is MpcOutcome.CANCELED, report.failure_reason
+    assert report.controls_executed <= 1  # the sequential loop cancels before executing it

@@ -20,6 +20,7 @@ from parareal_pushing.action import PushObject
 from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
+from ros_futures import wait_future
 
 from parapush.execution.command_stream import CommandStream
 from parapush.execution.commands import PlanarControl
@@ -111,12 +112,9 @@ def start(context, spinning, files, **parameters):
     return node, plant, client
 
 
-def wait(future, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-    return future.result()
+def wait(future):
+    """The result of ``future`` within a minute (a whole push)."""
+    return wait_future(future, timeout=60.0)
 
 
 def goal(**fields):

@@ -23,6 +23,7 @@ import rclpy
 from parareal_pushing.msg import ControlSequence
 from parareal_pushing.srv import PredictTrajectory
 from rclpy.parameter import Parameter
+from ros_futures import wait_future
 
 from parapush.graph import resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
@@ -55,15 +56,6 @@ def start_service(context, spinning, **parameters):
     client = client_node.create_client(PredictTrajectory, "predict_trajectory", qos_profile=SERVICE_QOS)
     assert client.wait_for_service(timeout_sec=10.0)
     return node, client
-
-
-def wait_future(future, timeout=10.0):
-    """The result of an rclpy future completed by the spinning executor."""
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        assert time.monotonic() < deadline, "no answer"
-        time.sleep(0.002)
-    return future.result()
 
 
 def call(client, request, timeout=60.0):

@@ -54,26 +54,27 @@ def robot_network_file(tmp_path, domain: int):
     return path
 
 
+def robot_bringup(tmp_path, domain: int, **options):
+    """The real profile's isolated bringup with the robot's network on ``domain`` (loopback allowed)."""
+    return isolated_bringup("real", network_file=robot_network_file(tmp_path, domain), allow_loopback=True, **options)
+
+
 def test_robot_bringup_refuses_a_domain_where_this_graphs_nodes_run_unless_joining(tmp_path, domains):
     taken, free = domains
     with foreign_node("mpc", StackNetwork(taken, "LOCALHOST")):
         with pytest.raises(StackConflictError, match=rf"domain {taken}: another stack runs there \(/mpc .*--join"):
-            isolated_bringup("real", network_file=robot_network_file(tmp_path, taken), allow_loopback=True,
-                             discovery_wait=3.0)
-        joined = isolated_bringup("real", network_file=robot_network_file(tmp_path, taken), allow_loopback=True,
-                                  join=True)
+            robot_bringup(tmp_path, taken, discovery_wait=3.0)
+        joined = robot_bringup(tmp_path, taken, join=True)
         assert joined.network == StackNetwork(taken, "LOCALHOST")
         assert joined.child_environment()["ROS_DOMAIN_ID"] == str(taken)
-        elsewhere = isolated_bringup("real", network_file=robot_network_file(tmp_path, free), allow_loopback=True,
-                                     discovery_wait=1.0)
+        elsewhere = robot_bringup(tmp_path, free, discovery_wait=1.0)
         assert elsewhere.network.domain == free
 
 
 def test_other_nodes_on_the_domain_do_not_count_as_a_stack(tmp_path, domains):
     domain, _ = domains
     with foreign_node("rviz_of_someone", StackNetwork(domain, "LOCALHOST")):
-        bringup = isolated_bringup("real", network_file=robot_network_file(tmp_path, domain), allow_loopback=True,
-                                   discovery_wait=2.0)
+        bringup = robot_bringup(tmp_path, domain, discovery_wait=2.0)
         assert bringup.network.domain == domain
 
 

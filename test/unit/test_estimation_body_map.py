@@ -1,7 +1,5 @@
 """Mocap body mapping: the shipped example, validation against scenes, Motive name resolution."""
 
-from pathlib import Path
-
 import pytest
 
 from parapush.estimation.body_map import (
@@ -11,11 +9,12 @@ from parapush.estimation.body_map import (
     body_map_from_dict,
     load_body_map,
 )
+from parapush.graph import config_dir
 from parapush.scene import load_scene
 
-ROOT = Path(__file__).resolve().parents[2]
-CLUTTER = load_scene(ROOT / "config" / "scenes" / "clutter_fig1.yaml")
-ISRR = load_scene(ROOT / "config" / "scenes" / "isrr_obstacle.yaml")
+CONFIG = config_dir()
+CLUTTER = load_scene(CONFIG / "scenes" / "clutter_fig1.yaml")
+ISRR = load_scene(CONFIG / "scenes" / "isrr_obstacle.yaml")
 
 
 def clutter_entries():
@@ -29,7 +28,7 @@ def clutter_entries():
 
 
 def test_shipped_example_maps_every_body_of_clutter_fig1():
-    body_map = load_body_map(ROOT / "config" / "mocap" / "clutter_fig1.yaml", CLUTTER)
+    body_map = load_body_map(CONFIG / "mocap" / "clutter_fig1.yaml", CLUTTER)
     assert set(body_map.bodies) == {"pusher", *CLUTTER.object_names}
     by_id = body_map.entries_by_id()
     assert sorted(by_id) == [1, 2, 3, 4, 5]
@@ -39,7 +38,7 @@ def test_shipped_example_maps_every_body_of_clutter_fig1():
 
 def test_shipped_example_does_not_fit_another_scene():
     with pytest.raises(BodyMapError, match=r"bodies\[1\] \(target\): 'target' is not a body of scene"):
-        load_body_map(ROOT / "config" / "mocap" / "clutter_fig1.yaml", ISRR)
+        load_body_map(CONFIG / "mocap" / "clutter_fig1.yaml", ISRR)
 
 
 @pytest.mark.parametrize(

@@ -283,14 +283,19 @@ def test_measured_lag_end_to_end_matches_the_documented_lag():
     assert rms(settled[:, 0]) < 1e-3 and rms(settled[:, 2]) < 5e-3
 
 
+#: Tracker settings of the occlusion tests: stale after 0.1 s, the filter restarts after a 0.5 s gap.
+OCCLUSION_SETTINGS = TrackerSettings(stale_timeout=0.1, reinitialize_after=0.5)
+
+
+def run_occluded(body: str, start: float, end: float, mode: str, duration: float):
+    """``run`` on the server clock with ``body`` occluded (``mode``) from ``start`` to ``end`` s."""
+    return run(Timing(server_clock=True), duration=duration, occlusions=[(body, start, end, mode)],
+               settings=OCCLUSION_SETTINGS)
+
+
 def test_untracked_object_goes_stale_within_two_frames_of_its_timeout_and_recovers():
-    settings = TrackerSettings(stale_timeout=0.1, reinitialize_after=0.5)
-    tracker, records = run(
-        Timing(server_clock=True),
-        duration=6.0,
-        occlusions=[("clutter_a", 3.0, 4.0, "untracked")],
-        settings=settings,
-    )
+    settings = OCCLUSION_SETTINGS
+    tracker, records = run_occluded("clutter_a", 3.0, 4.0, "untracked", duration=6.0)
     index = SCENE.object_index("clutter_a")
     layout = SCENE.layout
     last_seen = None
@@ -332,13 +337,8 @@ def test_untracked_object_goes_stale_within_two_frames_of_its_timeout_and_recove
 
 
 def test_absent_body_goes_stale_and_a_short_gap_does_not_restart_the_filter():
-    settings = TrackerSettings(stale_timeout=0.1, reinitialize_after=0.5)
-    tracker, records = run(
-        Timing(server_clock=True),
-        duration=4.0,
-        occlusions=[("target", 2.0, 2.3, "absent")],
-        settings=settings,
-    )
+    settings = OCCLUSION_SETTINGS
+    tracker, records = run_occluded("target", 2.0, 2.3, "absent", duration=4.0)
     index = SCENE.object_index("target")
     stale_times = [t for t, _, s in records if not s.object_valid[index]]
     assert stale_times and min(stale_times) > 2.0 + settings.stale_timeout - 0.01 and max(stale_times) < 2.3

@@ -6,20 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from safety_limits_fixtures import box_limits
 
 from parapush.execution.braking import braking_distance, max_speed_within
 from parapush.execution.safety import SafetyFilter, SafetyLimits, SafetyReason
 
-LIMITS = SafetyLimits(
-    x_min_m=-0.30,
-    x_max_m=0.30,
-    y_min_m=-0.20,
-    y_max_m=0.20,
-    max_speed_m_s=0.2,
-    max_acceleration_m_s2=1.0,
-    stale_state_timeout_s=0.1,
-    command_timeout_s=0.1,
-)
+LIMITS = box_limits(half_x_m=0.30, half_y_m=0.20, max_speed_m_s=0.2, max_acceleration_m_s2=1.0)
 PERIOD = 0.01
 
 

@@ -14,6 +14,7 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from safety_limits_fixtures import box_limits
 
 from parapush.execution.braking import braking_distance, max_speed_within
 from parapush.execution.safety import SafetyFilter, SafetyLimits, SafetyReason
@@ -39,24 +40,16 @@ def _limit_sets(count: int, seed: int) -> list[SafetyLimits]:
         SafetyLimits(
             x_min_m=0.0, x_max_m=0.3, y_min_m=0.0, y_max_m=0.2, max_speed_m_s=0.6, max_acceleration_m_s2=0.2
         ),
-        SafetyLimits(
-            x_min_m=-1.0,
-            x_max_m=1.0,
-            y_min_m=-1.0,
-            y_max_m=1.0,
-            max_speed_m_s=0.02,
-            max_acceleration_m_s2=5.0,
-        ),
+        box_limits(half_x_m=1.0, half_y_m=1.0, max_speed_m_s=0.02, max_acceleration_m_s2=5.0),
     ]
     while len(sets) < count:
         half = rng.uniform(0.03, 0.6, size=2)
         centre = rng.uniform(-0.5, 0.5, size=2)
         sets.append(
-            SafetyLimits(
-                x_min_m=float(centre[0] - half[0]),
-                x_max_m=float(centre[0] + half[0]),
-                y_min_m=float(centre[1] - half[1]),
-                y_max_m=float(centre[1] + half[1]),
+            box_limits(
+                (float(centre[0]), float(centre[1])),
+                half_x_m=float(half[0]),
+                half_y_m=float(half[1]),
                 max_speed_m_s=float(rng.uniform(0.02, 0.6)),
                 max_acceleration_m_s2=float(rng.uniform(0.2, 5.0)),
                 stale_state_timeout_s=float(rng.uniform(0.03, 0.3)),

@@ -8,23 +8,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from safety_limits_fixtures import box_limits
 
 from parapush.execution.command_stream import CommandStreamSettings, StreamPhase
 from parapush.execution.commands import PlanarControl
 from parapush.execution.frames import RigidTransform
-from parapush.execution.safety import SafetyLimits, SafetyReason
+from parapush.execution.safety import SafetyReason
 from parapush.execution.velocity_executor import ExecutorSettings, VelocityExecutor
 
-LIMITS = SafetyLimits(
-    x_min_m=-0.4,
-    x_max_m=0.4,
-    y_min_m=-0.3,
-    y_max_m=0.3,
-    max_speed_m_s=0.15,
-    max_acceleration_m_s2=1.5,
-    stale_state_timeout_s=0.1,
-    command_timeout_s=0.1,
-)
+LIMITS = box_limits(half_x_m=0.4, half_y_m=0.3, max_speed_m_s=0.15, max_acceleration_m_s2=1.5)
 RATE_HZ = 100.0
 PERIOD = 1.0 / RATE_HZ
 

@@ -84,13 +84,18 @@ def test_managed_rows_do_not_depend_on_the_batch(crowded: Scene, crowded_model: 
     assert np.max(np.abs(together[:, :2 + 3 * 8] - full[:, :2 + 3 * 8])) < 2e-3
 
 
-def test_thread_backend_gives_the_serial_managed_results(crowded: Scene, crowded_model: FineModel) -> None:
-    states, controls, durations = planner_like_pushes(crowded, 5, seed=4)
-    serial = ManagedFineBackend(SerialBackend(crowded_model), crowded_model).propagate(states, controls, durations)
-    with ThreadBackend(crowded_model, threads=2) as threads:
-        managed = ManagedFineBackend(threads, crowded_model)
+def assert_managed_matches_serial(backend, scene: Scene, model: FineModel, pushes: int, seed: int, calls: int):
+    """``calls`` propagations through ``backend`` managed give the serial managed results exactly."""
+    states, controls, durations = planner_like_pushes(scene, pushes, seed=seed)
+    serial = ManagedFineBackend(SerialBackend(model), model).propagate(states, controls, durations)
+    managed = ManagedFineBackend(backend, model)
+    for _ in range(calls):  # a second call reuses the backend's data
         assert np.array_equal(managed.propagate(states, controls, durations), serial)
-        assert np.array_equal(managed.propagate(states, controls, durations), serial)  # reused data
+
+
+def test_thread_backend_gives_the_serial_managed_results(crowded: Scene, crowded_model: FineModel) -> None:
+    with ThreadBackend(crowded_model, threads=2) as threads:
+        assert_managed_matches_serial(threads, crowded, crowded_model, pushes=5, seed=4, calls=2)
 
 
 def test_parareal_with_k_equal_n_is_the_managed_serial_fine_solution(crowded: Scene,
@@ -180,11 +185,8 @@ def test_crowded_scenes_load_with_cylinders_and_boxes() -> None:
 
 
 def test_process_backend_gives_the_serial_managed_results(crowded: Scene, crowded_model: FineModel) -> None:
-    states, controls, durations = planner_like_pushes(crowded, 3, seed=6)
-    serial = ManagedFineBackend(SerialBackend(crowded_model), crowded_model).propagate(states, controls, durations)
     with ProcessBackend(crowded, workers=1) as processes:
-        managed = ManagedFineBackend(processes, crowded_model)
-        assert np.array_equal(managed.propagate(states, controls, durations), serial)
+        assert_managed_matches_serial(processes, crowded, crowded_model, pushes=3, seed=6, calls=1)
 
 
 def test_the_engine_manages_fidelity_as_configured(crowded: Scene) -> None:

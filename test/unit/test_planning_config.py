@@ -44,7 +44,7 @@ def test_unknown_cost_terms_are_named() -> None:
     ("path", "value", "message"),
     [
         (("optimizer", "samples"), 0, "optimizer.samples: expected an integer >= 1"),
-        (("optimizer", "exploration_variance"), "big", "optimizer.exploration_variance: expected a number"),
+        (("optimizer", "exploration_variance"), "big", "optimizer.exploration_variance: expected a finite number"),
         (("optimizer", "step"), 1.0, r"optimizer: unknown field\(s\) \['step'\]"),
         (("mpc", "max_controls"), -1, "mpc.max_controls: expected an integer >= 1"),
         (("costs", "smoothness", "weight"), "heavy", "costs.smoothness.weight: expected a number"),

@@ -214,10 +214,10 @@ def test_weights_and_clipping() -> None:
     [
         ("samples", 0, "samples: expected an integer >= 1"),
         ("horizon", 2.5, "horizon: expected an integer >= 1"),
-        ("exploration_variance", -1e-4, "exploration_variance: must be finite and > 0"),
-        ("max_speed", float("nan"), "max_speed: must be finite and > 0"),
-        ("time_budget", 0.0, "time_budget: must be finite and > 0"),
-        ("sensitivity", -1.0, "sensitivity: must be finite and >= 0"),
+        ("exploration_variance", -1e-4, "exploration_variance: expected a finite number > 0"),
+        ("max_speed", float("nan"), "max_speed: expected a finite number > 0"),
+        ("time_budget", 0.0, "time_budget: expected a finite number > 0"),
+        ("sensitivity", -1.0, "sensitivity: expected a finite number >= 0"),
         ("seed", 1.5, "seed: expected an integer or None"),
     ],
 )

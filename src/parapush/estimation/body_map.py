@@ -23,7 +23,7 @@ from typing import Any
 
 from parapush.scene import Scene
 from parapush.validation import check_real
-from parapush.yaml_file import read_yaml
+from parapush.yaml_file import load_yaml
 
 #: The scene body name of the pusher.
 PUSHER_BODY = "pusher"
@@ -266,15 +266,14 @@ def body_map_from_dict(data: Any) -> BodyMap:
 
 def load_body_map(path: str | Path, scene: Scene | None = None) -> BodyMap:
     """Read a mapping file, validated against ``scene`` when given; errors name file and entry."""
-    path = Path(path)
-    data = read_yaml(path, BodyMapError, "body mapping")
-    try:
+
+    def checked_body_map(data: Any) -> BodyMap:
         body_map = body_map_from_dict(data)
         if scene is not None:
             body_map.validate_for(scene)
-    except BodyMapError as error:
-        raise BodyMapError(f"{path}: {error}") from None
-    return body_map
+        return body_map
+
+    return load_yaml(path, checked_body_map, BodyMapError, "body mapping")
 
 
 AUTO_BODY_MAP = "auto"

@@ -24,15 +24,13 @@ from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parame
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import (
     ParameterSpec,
-    declare_parameters,
-    load_scene_parameter,
+    declare_scene_parameters,
     parameter_specs,
     settings_from_parameters,
 )
 from parapush.prediction import ModelConfig, PredictionEngine
 
 PARAMETERS = (
-    ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     *parameter_specs(ModelConfig, "model."),  # config/model.yaml: the fine model and workers of the service
     ParameterSpec("iterations", 12, "default search iterations", minimum=1, maximum=1000),
     ParameterSpec("population", 32, "default hypotheses per iteration", minimum=4, maximum=4096),
@@ -50,8 +48,7 @@ class IdentificationNode(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__("identification", **node_options)
-        self.values = declare_parameters(self, PARAMETERS)
-        self.scene = load_scene_parameter(self.values["scene_file"])
+        self.values, self.scene = declare_scene_parameters(self, PARAMETERS)
         self.model_config = settings_from_parameters(ModelConfig, self.values, "model.")
         self.fine_model = PredictionEngine.build_fine_model(self.scene, self.model_config)
         self.published: dict[str, ObjectParameters] = {}

@@ -62,8 +62,7 @@ from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import (
     ParameterError,
     ParameterSpec,
-    declare_parameters,
-    load_scene_parameter,
+    declare_scene_parameters,
     parameter_specs,
     settings_from_parameters,
 )
@@ -78,7 +77,6 @@ from parapush.prediction.failover import SERVICE_LOSS_POLICIES, FailoverPredicti
 from parapush.scene import GoalRegion, SceneError
 
 PARAMETERS = (
-    ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     ParameterSpec("planner_config", "planner.yaml",
                   "planner YAML (optimizer, MPC, costs): a path or a name in config/"),
     ParameterSpec("planner", DEFAULT_PRESET, "planner preset (parapush.planning.presets) of a goal that names none",
@@ -118,8 +116,7 @@ class MpcNode(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__("mpc", **node_options)
-        values = declare_parameters(self, PARAMETERS)
-        self.scene = load_scene_parameter(values["scene_file"])
+        values, self.scene = declare_scene_parameters(self, PARAMETERS)
         try:
             path = values["planner_config"]
             self.config = load_planner_config(path if "/" in path else config_dir() / path)

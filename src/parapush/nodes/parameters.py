@@ -182,6 +182,25 @@ def flatten_parameters(mapping: dict[str, Any], prefix: str = "") -> dict[str, A
     return flat
 
 
+SCENE_FILE_PARAMETER = ParameterSpec(
+    "scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"
+)
+"""The ``scene_file`` parameter of every node that needs the scene (see :func:`declare_scene_parameters`)."""
+
+
+def declare_scene_parameters(node: Node, specs: Iterable[ParameterSpec]) -> tuple[dict[str, Any], Any]:
+    """Declare :data:`SCENE_FILE_PARAMETER` and ``specs`` on ``node`` (:func:`declare_parameters`)
+    and load the scene it names (:func:`load_scene_parameter`).
+
+    Returns:
+        (the validated values by name, ``scene_file`` included; the :class:`~parapush.scene.Scene`).
+    Raises:
+        ParameterError: naming the first invalid parameter, or ``scene_file`` and what is wrong with it.
+    """
+    values = declare_parameters(node, (SCENE_FILE_PARAMETER, *specs))
+    return values, load_scene_parameter(values["scene_file"])
+
+
 def load_scene_parameter(value: str):
     """The scene named by a node's ``scene_file`` parameter (a path or a name in config/scenes/).
 

@@ -26,8 +26,7 @@ from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parame
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import (
     ParameterSpec,
-    declare_parameters,
-    load_scene_parameter,
+    declare_scene_parameters,
     parameter_specs,
     settings_from_parameters,
 )
@@ -51,7 +50,6 @@ MODEL_PREFIX = "model."
 """The model settings (config/model.yaml, :class:`ModelConfig`) are the ``model.*`` parameters."""
 
 PARAMETERS = (
-    ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     *parameter_specs(ModelConfig, MODEL_PREFIX),
     *parameter_specs(PredictionLimits),
     ParameterSpec("diagnostics_period", 1.0, "s between diagnostics messages", minimum=0.05, maximum=60.0),
@@ -65,8 +63,7 @@ class PredictionServiceNode(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__("prediction_service", **node_options)
-        values = declare_parameters(self, PARAMETERS)
-        self.scene = load_scene_parameter(values["scene_file"])
+        values, self.scene = declare_scene_parameters(self, PARAMETERS)
         config = settings_from_parameters(ModelConfig, values, MODEL_PREFIX)
         self.limits = settings_from_parameters(PredictionLimits, values)
         self.engine = PredictionEngine(self.scene, config, limits=self.limits)

@@ -30,14 +30,13 @@ from parapush.execution.commands import TwistCommand
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, time_to_seconds
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_parameters, load_scene_parameter
+from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_scene_parameters
 from parapush.sim.arm import ArmFault
 from parapush.sim.driver import SimDriver
 from parapush.sim.driver_settings import DriverSettings, DriverSettingsError, load_driver_settings
 from parapush.sim.mocap_server import UntrackMode
 
 PARAMETERS = (
-    ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     ParameterSpec("settings_file", "sim_world.yaml",
                   "driver settings YAML (world, mocap, gripper): a path or a name in config/"),
     ParameterSpec("real_time_factor", 0.0, "simulated s per wall s; 0: the settings file's",
@@ -119,8 +118,7 @@ class SimDriverNode(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__("sim_driver", **node_options)
-        values = declare_parameters(self, PARAMETERS)
-        self.scene = load_scene_parameter(values["scene_file"])
+        values, self.scene = declare_scene_parameters(self, PARAMETERS)
         try:
             settings = driver_settings_from_parameters(values)
         except (DriverSettingsError, ValueError, OSError) as error:

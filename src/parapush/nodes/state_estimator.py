@@ -101,9 +101,7 @@ from parapush.nodes.conversions import report_to_status, snapshot_to_msg
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import (
     ParameterError,
-    ParameterSpec,
-    declare_parameters,
-    load_scene_parameter,
+    declare_scene_parameters,
     parameter_specs,
     settings_from_parameters,
 )
@@ -116,7 +114,6 @@ except ImportError:  # pragma: no cover - depends on the machine
     StaticTransformBroadcaster = TransformBroadcaster = None
 
 PARAMETERS = (
-    ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     *parameter_specs(EstimatorSettings),
 )
 
@@ -172,9 +169,8 @@ class StateEstimatorNode(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__("state_estimator", **node_options)
-        values = declare_parameters(self, PARAMETERS)
+        values, self.scene = declare_scene_parameters(self, PARAMETERS)
         self.settings = settings = settings_from_parameters(EstimatorSettings, values)
-        self.scene = load_scene_parameter(values["scene_file"])
         try:
             body_map, body_map_source = resolve_body_map(self.scene, settings.body_map_file, config_dir())
         except BodyMapError as error:

@@ -38,14 +38,13 @@ from parapush.nodes.conversions import (
     trajectory_from_msg,
 )
 from parapush.nodes.node_main import run_node
-from parapush.nodes.parameters import ParameterSpec, declare_parameters, load_scene_parameter
+from parapush.nodes.parameters import ParameterSpec, declare_scene_parameters
 from parapush.planning.termination import TerminationCheck
 from parapush.reporting.executed_path import ExecutedPath
 from parapush.reporting.run_signals import pusher_speed, replan_time
 from parapush.reporting.scene_markers import MarkerDescription, plan_markers, scene_markers
 
 PARAMETERS = (
-    ParameterSpec("scene_file", "clutter_fig1.yaml", "scene YAML: a path or a name in config/scenes/"),
     ParameterSpec("frame_id", "table", "frame of the markers and paths (the table frame)", allow_empty=False),
     ParameterSpec("publish_period", 0.1, "s between scene markers, executed paths and state signals",
                   minimum=0.0, maximum=10.0),
@@ -94,8 +93,7 @@ class VisualizerNode(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__("visualizer", **node_options)
-        values = declare_parameters(self, PARAMETERS)
-        self.scene = load_scene_parameter(values["scene_file"])
+        values, self.scene = declare_scene_parameters(self, PARAMETERS)
         self.frame_id = values["frame_id"]
         self.publish_period = values["publish_period"]
         self.termination = TerminationCheck(scene=self.scene) if self.scene.goal is not None else None

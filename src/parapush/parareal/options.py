@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-
-def _optional_positive(value: float | None, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise TypeError(f"{name}: expected a number or None, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected a number or None, got {value!r}") from None
-    if not math.isfinite(number) or number <= 0.0:
-        raise ValueError(f"{name}: must be finite and > 0, got {value!r}")
-    return number
+from parapush.validation import check_fields, check_optional_positive
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,13 +51,7 @@ class PararealOptions:
                 raise TypeError(f"iterations: expected an integer or None, got {self.iterations!r}")
             if self.iterations < 0:
                 raise ValueError(f"iterations: must be >= 0, got {self.iterations}")
-        object.__setattr__(
-            self, "tolerance_position", _optional_positive(self.tolerance_position, "tolerance_position")
-        )
-        object.__setattr__(
-            self, "tolerance_angle", _optional_positive(self.tolerance_angle, "tolerance_angle")
-        )
-        object.__setattr__(self, "deadline", _optional_positive(self.deadline, "deadline"))
+        check_fields(self, check_optional_positive, "tolerance_position", "tolerance_angle", "deadline")
         for name in ("keep_iterates", "project"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name}: expected a bool, got {getattr(self, name)!r}")

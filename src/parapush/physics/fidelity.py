@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -40,6 +41,7 @@ from parapush.learning.gating import segment_point_distances
 from parapush.physics.fine import FineModel
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene
+from parapush.validation import check_fields, check_integer
 
 LOW, MEDIUM, HIGH = 0, 1, 2
 """Fidelity levels: static without contacts, static colliding, dynamic colliding."""
@@ -150,10 +152,7 @@ class FidelityCounts:
     reruns: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("segments", "managed", "static_objects", "reruns"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name}: expected an integer >= 0, got {value!r}")
+        check_fields(self, partial(check_integer, minimum=0), "segments", "managed", "static_objects", "reruns")
 
     def __sub__(self, other: FidelityCounts) -> FidelityCounts:
         return FidelityCounts(self.segments - other.segments, self.managed - other.managed,

@@ -46,6 +46,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,7 @@ from parapush.planning.predictive_model import PredictiveModel, check_trajectori
 from parapush.prediction.config import COARSE_MODELS
 from parapush.scene import Scene, StateLayout
 from parapush.scene.state import wrap_angle
+from parapush.validation import check_fields, check_integer, check_non_negative
 
 __all__ = [
     "COARSE_CHOICES",
@@ -107,16 +109,8 @@ class MultiFidelitySettings:
         value = self.corrected_controls
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"corrected_controls: expected an integer >= 1 or None, got {value!r}")
-        for name in ("elites", "rounds", "refine_iterations"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
-            object.__setattr__(self, name, int(value))
-        for name in ("mismatch_tolerance", "min_elite_distance"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
-            object.__setattr__(self, name, float(value))
+        check_fields(self, partial(check_integer, minimum=1), "elites", "rounds", "refine_iterations")
+        check_fields(self, check_non_negative, "mismatch_tolerance", "min_elite_distance")
 
 
 @dataclass(frozen=True)

@@ -42,11 +42,19 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import partial
+from typing import Protocol
 
 import numpy as np
 
 from parapush.planning.predictive_model import PredictiveModel, check_trajectories, is_finite_trajectory
+from parapush.validation import (
+    check_fields,
+    check_integer,
+    check_non_negative,
+    check_optional_positive,
+    check_positive,
+)
 
 
 class AllPredictionsFailedError(RuntimeError):
@@ -59,24 +67,6 @@ class TrajectoryCost(Protocol):
     def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:
         """Costs (S,) of trajectories (S, N+1, D) under controls (S, N, 2)."""
         ...
-
-
-def _positive(value: Any, name: str, *, integer: bool = False, allow_none: bool = False) -> Any:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool):
-        raise ValueError(f"{name}: expected a number, got {value!r}")
-    if integer:
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
-        return int(value)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
-    if not math.isfinite(number) or number <= 0.0:
-        raise ValueError(f"{name}: must be finite and > 0, got {value!r}")
-    return number
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,17 +99,10 @@ class OptimizerSettings:
     seed: int | None = 0
 
     def __post_init__(self) -> None:
-        for name in ("samples", "horizon", "max_iterations"):
-            object.__setattr__(self, name, _positive(getattr(self, name), name, integer=True))
-        for name in ("exploration_variance", "control_duration", "max_speed", "step_size"):
-            object.__setattr__(self, name, _positive(getattr(self, name), name))
-        object.__setattr__(self, "time_budget", _positive(self.time_budget, "time_budget", allow_none=True))
-        if isinstance(self.sensitivity, bool):
-            raise ValueError(f"sensitivity: expected a number, got {self.sensitivity!r}")
-        sensitivity = float(self.sensitivity)
-        if not math.isfinite(sensitivity) or sensitivity < 0.0:
-            raise ValueError(f"sensitivity: must be finite and >= 0, got {self.sensitivity!r}")
-        object.__setattr__(self, "sensitivity", sensitivity)
+        check_fields(self, partial(check_integer, minimum=1), "samples", "horizon", "max_iterations")
+        check_fields(self, check_positive, "exploration_variance", "control_duration", "max_speed", "step_size")
+        check_fields(self, check_optional_positive, "time_budget")
+        check_fields(self, check_non_negative, "sensitivity")
         if self.seed is not None and (
             isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))
         ):

@@ -54,6 +54,7 @@ from parapush.planning.optimizer import OptimizationResult
 from parapush.planning.predictive_model import PredictiveModel
 from parapush.planning.termination import TaskStatus, TerminationCheck
 from parapush.scene import Scene
+from parapush.validation import check_fields, check_non_negative
 
 __all__ = ["PipelineSettings", "PipelinedMpcLoop", "PipelinedResult", "PipelinedStep"]
 
@@ -73,11 +74,7 @@ class PipelineSettings:
     fallback_clearance: float = 0.005
 
     def __post_init__(self) -> None:
-        for name in ("replan_distance", "fallback_clearance"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
-            object.__setattr__(self, name, float(value))
+        check_fields(self, check_non_negative, "replan_distance", "fallback_clearance")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from parapush.planning.costs import CostConfigError, CostFunction, validate_cost
 from parapush.planning.mpc import MpcSettings
 from parapush.planning.optimizer import OptimizerSettings
 from parapush.scene import Scene
-from parapush.yaml_file import read_yaml
+from parapush.yaml_file import load_yaml
 
 
 class PlannerConfigError(ValueError):
@@ -106,9 +106,4 @@ def planner_config_from_dict(data: Any) -> PlannerConfig:
 
 def load_planner_config(path: str | Path) -> PlannerConfig:
     """Read ``config/planner.yaml``-style files; errors name the file and the field."""
-    path = Path(path)
-    data = read_yaml(path, PlannerConfigError, "planner config")
-    try:
-        return planner_config_from_dict(data)
-    except PlannerConfigError as error:
-        raise PlannerConfigError(f"{path}: {error}") from None
+    return load_yaml(path, planner_config_from_dict, PlannerConfigError, "planner config")

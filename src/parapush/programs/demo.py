@@ -57,7 +57,7 @@ from parapush.nodes.recorder import McapRecorder
 from parapush.parareal import MODELS
 from parapush.planning.presets import PRESETS
 from parapush.programs.bringup import add_network_arguments, isolated_bringup, parse_overrides
-from parapush.programs.demo_faults import FAULTS, FaultInjectionError, FaultInjector
+from parapush.programs.demo_faults import FAULTS, FaultInjectionError, FaultInjector, wait_for_future
 from parapush.programs.render_run import render_recording
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
@@ -128,15 +128,6 @@ class Observer:
 
 def _share(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.0f} % of the task" if whole > 0 else "-"
-
-
-def _wait(future, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        if time.monotonic() > deadline:
-            raise DemoError(f"no answer from {what} within {timeout:.0f} s")
-        time.sleep(0.02)
-    return future.result()
 
 
 def _inject(injector: FaultInjector) -> None:
@@ -240,14 +231,16 @@ def run_demo(options: argparse.Namespace) -> int:
                 fault_claimed.append(feedback.step)
                 threading.Thread(target=_inject, args=(injector,), daemon=True).start()
 
-        handle = _wait(client.send_goal_async(goal, feedback_callback=on_feedback), 30, "push_object (goal)")
+        handle = wait_for_future(
+            client.send_goal_async(goal, feedback_callback=on_feedback), 30, "push_object (goal)", DemoError
+        )
         if not handle.accepted:
             raise DemoError("the push_object goal was rejected")
         remaining = max(10.0, options.timeout - (time.monotonic() - started))
         try:
-            result = _wait(handle.get_result_async(), remaining, "push_object (result)").result
+            result = wait_for_future(handle.get_result_async(), remaining, "push_object (result)", DemoError).result
         except DemoError:
-            _wait(handle.cancel_goal_async(), 10, "push_object (cancel)")
+            wait_for_future(handle.cancel_goal_async(), 10, "push_object (cancel)", DemoError)
             raise
         outcome = OUTCOME_NAMES.get(result.outcome, str(result.outcome))
         status = 0 if result.success else 1

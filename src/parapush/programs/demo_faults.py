@@ -63,6 +63,17 @@ class FaultInjectionError(RuntimeError):
     """The fault could not be injected (names the fault and why)."""
 
 
+def wait_for_future(future, timeout: float, what: str, error: type[Exception] = FaultInjectionError):
+    """The result of the rclpy ``future`` (spun by another thread); raises ``error`` naming ``what``
+    when it is not done within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if time.monotonic() > deadline:
+            raise error(f"no answer from {what} within {timeout:.0f} s")
+        time.sleep(0.01)
+    return future.result()
+
+
 class FaultInjector:
     """Injects ``fault`` into the stack that ``bringup`` runs and measures the safe stop.
 
@@ -120,7 +131,7 @@ class FaultInjector:
             if not self._untrack.wait_for_service(timeout_sec=timeout):
                 raise FaultInjectionError(f"{name}: {DRIVER}/untrack_body is not available")
             self._mark(f"{body} untracked for {request.duration} s")
-            response = self._wait(self._untrack.call_async(request), timeout)
+            response = wait_for_future(self._untrack.call_async(request), timeout, DRIVER)
             if not response.success:
                 raise FaultInjectionError(f"{name}: {response.message}")
         else:
@@ -130,22 +141,13 @@ class FaultInjector:
             if not self._parameters.wait_for_services(timeout_sec=timeout):
                 raise FaultInjectionError(f"{name}: {DRIVER}'s parameter services are not available")
             self._mark(f"{parameter.name} = {parameter.value}")
-            response = self._wait(self._parameters.set_parameters([parameter]), timeout)
+            response = wait_for_future(self._parameters.set_parameters([parameter]), timeout, DRIVER)
             if not response.results[0].successful:
                 raise FaultInjectionError(f"{name}: {parameter.name} refused: {response.results[0].reason}")
 
     def _mark(self, detail: str) -> None:
         with self.lock:
             self.injected_wall, self.detail = time.time(), detail
-
-    @staticmethod
-    def _wait(future, timeout: float):
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            if time.monotonic() > deadline:
-                raise FaultInjectionError(f"no answer from {DRIVER} within {timeout:.0f} s")
-            time.sleep(0.01)
-        return future.result()
 
     def metrics(self) -> dict:
         """The fault's entry of ``metrics.json`` (times in s; None: not seen): name, what was done,

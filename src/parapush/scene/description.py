@@ -16,7 +16,7 @@ from typing import Any
 
 from parapush.scene.state import StateLayout
 from parapush.validation import check_non_negative, check_positive, check_real
-from parapush.yaml_file import read_yaml
+from parapush.yaml_file import load_yaml
 
 SHAPES = ("cylinder", "box")
 
@@ -315,10 +315,5 @@ def scene_from_dict(data: Mapping[str, Any]) -> Scene:
 
 def load_scene(path: str | Path) -> Scene:
     """Read a scene YAML file; errors name the file and the offending field."""
-    path = Path(path)
-    data = read_yaml(path, SceneError, "scene file")
-    try:
-        return scene_from_dict(data)
-    except SceneError as error:
-        raise SceneError(f"{path}: {error}") from None
+    return load_yaml(path, scene_from_dict, SceneError, "scene file")
 

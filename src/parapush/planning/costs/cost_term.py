@@ -53,6 +53,14 @@ def checked_number(value: Any, field: str, *, minimum: float = 0.0, strict: bool
     return number
 
 
+def check_term_fields(term: Any, *fields: str, minimum: float = 0.0, strict: bool = False) -> None:
+    """Replace each of ``fields`` of the frozen cost ``term`` by :func:`checked_number` of it
+    (errors name ``<term name>.<field>``), in ``__post_init__``."""
+    for field in fields:
+        value = checked_number(getattr(term, field), f"{term.name}.{field}", minimum=minimum, strict=strict)
+        object.__setattr__(term, field, value)
+
+
 def check_batch(
     trajectories: np.ndarray, controls: np.ndarray, dimension: int
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from parapush.planning.costs.cost_term import CostConfigError, check_batch, checked_number
+from parapush.planning.costs.cost_term import CostConfigError, check_batch, check_term_fields
 from parapush.scene import Scene, StateLayout
 
 
@@ -44,13 +44,8 @@ class GoalDistance:
     outside_slope: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", checked_number(self.weight, f"{self.name}.weight"))
-        object.__setattr__(
-            self, "outside_slope", checked_number(self.outside_slope, f"{self.name}.outside_slope")
-        )
-        object.__setattr__(
-            self, "goal_radius", checked_number(self.goal_radius, f"{self.name}.goal_radius", strict=True)
-        )
+        check_term_fields(self, "weight", "outside_slope")
+        check_term_fields(self, "goal_radius", strict=True)
 
     @classmethod
     def from_scene(cls, scene: Scene, *, weight: float = 1.0, outside_slope: float = 0.0) -> GoalDistance:

@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from parapush.planning.costs.cost_term import check_batch, checked_number
+from parapush.planning.costs.cost_term import check_batch, check_term_fields
 from parapush.scene import Scene, StateLayout
 
 
@@ -55,13 +55,7 @@ class NonTargetObjects:
     goal_entry_margin: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", checked_number(self.weight, f"{self.name}.weight"))
-        object.__setattr__(
-            self, "goal_entry_cost", checked_number(self.goal_entry_cost, f"{self.name}.goal_entry_cost")
-        )
-        object.__setattr__(
-            self, "goal_entry_margin", checked_number(self.goal_entry_margin, f"{self.name}.goal_entry_margin")
-        )
+        check_term_fields(self, "weight", "goal_entry_cost", "goal_entry_margin")
 
     @classmethod
     def from_scene(

@@ -27,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from parapush.physics.planar_geometry import segment_obstacle_clearance
-from parapush.planning.costs.cost_term import CostConfigError, check_batch, checked_number
+from parapush.planning.costs.cost_term import CostConfigError, check_batch, check_term_fields, checked_number
 from parapush.scene import Obstacle, Scene, StateLayout
 
 
@@ -69,13 +69,8 @@ class ObstacleProximity:
     influence_distance: float | None = None
 
     def __post_init__(self) -> None:
-        for field in ("weight", "target_gain", "pusher_gain"):
-            object.__setattr__(self, field, checked_number(getattr(self, field), f"{self.name}.{field}"))
-        object.__setattr__(
-            self,
-            "min_clearance",
-            checked_number(self.min_clearance, f"{self.name}.min_clearance", strict=True),
-        )
+        check_term_fields(self, "weight", "target_gain", "pusher_gain")
+        check_term_fields(self, "min_clearance", strict=True)
         if self.influence_distance is not None:
             influence = checked_number(
                 self.influence_distance, f"{self.name}.influence_distance", strict=True

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from parapush.planning.costs.cost_term import check_batch, checked_number
+from parapush.planning.costs.cost_term import check_batch, check_term_fields
 from parapush.scene import Scene, StateLayout
 
 
@@ -43,10 +43,8 @@ class OffTable:
     margin: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", checked_number(self.weight, f"{self.name}.weight"))
-        object.__setattr__(
-            self, "margin", checked_number(self.margin, f"{self.name}.margin", minimum=-np.inf)
-        )
+        check_term_fields(self, "weight")
+        check_term_fields(self, "margin", minimum=-np.inf)
 
     @classmethod
     def from_scene(cls, scene: Scene, *, weight: float = 1.0, margin: float = 0.0) -> OffTable:

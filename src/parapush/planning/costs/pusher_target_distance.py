@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from parapush.planning.costs.cost_term import check_batch, checked_number
+from parapush.planning.costs.cost_term import check_batch, check_term_fields
 from parapush.scene import Scene, StateLayout
 
 
@@ -42,7 +42,7 @@ class PusherTargetDistance:
     weight: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", checked_number(self.weight, f"{self.name}.weight"))
+        check_term_fields(self, "weight")
 
     @classmethod
     def from_scene(cls, scene: Scene, *, weight: float = 1.0) -> PusherTargetDistance:

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from parapush.planning.costs.cost_term import check_batch, checked_number
+from parapush.planning.costs.cost_term import check_batch, check_term_fields
 from parapush.scene import Scene, StateLayout
 
 
@@ -39,7 +39,7 @@ class Smoothness:
     previous_control: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", checked_number(self.weight, f"{self.name}.weight"))
+        check_term_fields(self, "weight")
         if self.previous_control is not None:
             previous = np.asarray(self.previous_control, dtype=float)
             if previous.shape != (2,) or not np.all(np.isfinite(previous)):

@@ -14,7 +14,7 @@ import ipaddress
 import struct
 from typing import Union
 
-from parapush.natnet import messages
+import parapush.natnet.messages as messages
 from parapush.natnet.errors import NatNetDecodeError
 from parapush.natnet.frame_codec import decode_frame_payload, encode_frame_payload
 from parapush.natnet.frames import MocapFrame

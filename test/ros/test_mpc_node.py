@@ -112,9 +112,9 @@ def start(context, spinning, files, **parameters):
     return node, plant, client
 
 
-def wait(future):
-    """The result of ``future`` within a minute (a whole push)."""
-    return wait_future(future, timeout=60.0)
+def wait(future, timeout: float = 60.0):
+    """The result of ``future`` within ``timeout`` s (default a minute: a whole push)."""
+    return wait_future(future, timeout=timeout)
 
 
 def goal(**fields):

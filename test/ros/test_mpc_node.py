@@ -86,8 +86,8 @@ class Plant:
             self.stream.replace([PlanarControl(c.vx, c.vy, c.duration) for c in message.controls])
 
     def publish(self) -> None:
-        now = time.monotonic()
         with self.lock:  # the velocity commanded at the last tick moved the pusher until now
+            now = time.monotonic()  # read under the lock: a tick is ordered with every arrival
             elapsed, self.last_tick = now - self.last_tick, now
             if np.any(self.velocity != 0.0) and elapsed > 0.0:
                 self.state = self.model.propagate(self.state[None], self.velocity[None], np.array([elapsed]))[0]

@@ -126,12 +126,16 @@ def test_a_late_plan_runs_the_fallback_once_then_the_pusher_stands_still(ros_con
         with plant.lock:
             motion = list(plant.motion)
         arrivals = np.array([arrival for arrival, _ in sent])
+        ticks = np.array([moment for moment, _, _ in motion])
         moving = [moment for moment, vx, vy in motion if np.hypot(vx, vy) > 0.0]
         assert moving
         for moment in moving:
             last = arrivals[arrivals <= moment]
             assert len(last), "the pusher moved before any control was sent"
-            assert moment - last[-1] <= 2 * CONTROL_DURATION + 2 * Plant.PERIOD, "moved without a plan"
+            # A sequence starts at the plant's first tick after it arrived (like the executor's
+            # command stream); a loaded machine may delay that tick, not lengthen the controls.
+            started = ticks[ticks >= last[-1]][0]
+            assert moment - started < 2 * CONTROL_DURATION + 1e-6, "moved without a plan"
         stood_still = [moment for moment, vx, vy in motion
                        if np.hypot(vx, vy) == 0.0 and arrivals[0] < moment < arrivals[-1]]
         assert stood_still, "the late plans never made the pusher wait"

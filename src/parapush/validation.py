@@ -9,6 +9,7 @@ Booleans are never accepted as numbers.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Callable, Collection
 from typing import Any
@@ -149,3 +150,14 @@ __all__ = [
     "check_real",
     "is_real",
 ]
+
+
+def check_ipv4(name: str, value: Any, *, multicast: bool = False) -> str:
+    """``value`` as a dotted IPv4 address string (a multicast one, 224.0.0.0/4, with ``multicast``)."""
+    try:
+        address = ipaddress.IPv4Address(value)
+    except ValueError:
+        raise ValueError(f"{name}: expected an IPv4 address, got {value!r}") from None
+    if multicast and not address.is_multicast:
+        raise ValueError(f"{name}: {address} is not a multicast address (224.0.0.0/4)")
+    return str(address)

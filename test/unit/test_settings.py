@@ -15,6 +15,7 @@ from parapush.validation import (
     check_finite_array,
     check_instance,
     check_integer,
+    check_ipv4,
     check_optional_positive,
     check_positive,
     check_real,
@@ -74,6 +75,16 @@ def test_checks_name_the_value_and_convert():
         check_instance("inner", OuterSettings(), InnerSettings)
     with pytest.raises(TypeError, match=r"^inner: expected the inner settings, got int"):
         check_instance("inner", 1, InnerSettings, "the inner settings")
+
+
+def test_ipv4_check_names_the_value_and_checks_multicast():
+    assert check_ipv4("host", "127.0.0.1") == "127.0.0.1"
+    assert check_ipv4("group", "239.255.42.99", multicast=True) == "239.255.42.99"
+    for bad in ("eth0", "300.1.2.3", "", None, "::1"):
+        with pytest.raises(ValueError, match=r"^host: expected an IPv4 address"):
+            check_ipv4("host", bad)
+    with pytest.raises(ValueError, match=r"^group: 10.0.0.1 is not a multicast address"):
+        check_ipv4("group", "10.0.0.1", multicast=True)
 
 
 def test_settings_validate_in_post_init_naming_the_field():

@@ -10,7 +10,6 @@ Checks that need this host (resolving ``server_address``, binding ``local_interf
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import math
 import socket
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from parapush.estimation.velocity_filter import PoseFilterSettings
 from parapush.natnet import NatNetVersion
 from parapush.reporting.diagnostic_report import diagnostics_period_setting
 from parapush.settings import SettingsError, check_settings, setting
-from parapush.validation import check_not_empty
+from parapush.validation import check_ipv4, check_not_empty
 
 
 @dataclass(frozen=True)
@@ -55,17 +54,6 @@ class FilterSettings:
         for name in ("jump_distance", "jump_angle"):
             values[name] = math.inf if values[name] == 0.0 else values[name]
         return PoseFilterSettings(**values)
-
-
-def check_ipv4(name: str, value: str, *, multicast: bool = False) -> str:
-    """``value`` if it is an IPv4 address (a multicast one with ``multicast``)."""
-    try:
-        address = ipaddress.IPv4Address(value)
-    except ValueError:
-        raise ValueError(f"{name}: expected an IPv4 address, got {value!r}") from None
-    if multicast and not address.is_multicast:
-        raise ValueError(f"{name}: {value} is not a multicast address (224.0.0.0/4)")
-    return value
 
 
 @dataclass(frozen=True)
@@ -185,4 +173,4 @@ class EstimatorSettings:
             raise SettingsError("", f"NatNet client parameters: {error}") from None
 
 
-__all__ = ["EstimatorSettings", "FilterSettings", "check_ipv4"]
+__all__ = ["EstimatorSettings", "FilterSettings"]

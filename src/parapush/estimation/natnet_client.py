@@ -41,7 +41,6 @@ from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from parapush.background import bound_address, close_sockets, stop_thread
-from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message, peek_message_id
 from parapush.natnet.errors import NatNetDecodeError, NatNetTimeoutError
 from parapush.natnet.frames import MocapFrame, frame_latency_s
@@ -57,7 +56,7 @@ from parapush.natnet.messages import (
 )
 from parapush.natnet.models import ModelDefinitions
 from parapush.natnet.version import NatNetVersion
-from parapush.validation import check_integer, check_positive
+from parapush.validation import check_integer, check_ipv4, check_positive
 
 __all__ = ["NatNetClient", "NatNetClientSettings", "NatNetClientStats", "ReceivedFrame"]
 
@@ -128,9 +127,9 @@ class NatNetClientSettings:
             raise ValueError(
                 f"server_address must be a host name or IPv4 address, got {self.server_address!r}"
             )
-        check_ipv4(self.local_address, "local_address")
+        check_ipv4("local_address", self.local_address)
         if self.multicast_group is not None:
-            check_multicast_group(self.multicast_group)
+            check_ipv4("multicast_group", self.multicast_group, multicast=True)
         check_integer("command_port", self.command_port, minimum=1, maximum=65535)
         if self.data_port is not None:
             check_integer("data_port", self.data_port, minimum=1, maximum=65535)

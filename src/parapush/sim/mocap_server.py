@@ -42,7 +42,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from parapush.background import bound_address, close_sockets, stop_thread
-from parapush.natnet.addresses import check_ipv4, check_multicast_group
 from parapush.natnet.codec import decode_message, encode_message
 from parapush.natnet.errors import NatNetDecodeError
 from parapush.natnet.frames import MocapFrame, RigidBody
@@ -59,7 +58,7 @@ from parapush.natnet.messages import (
 from parapush.natnet.models import ModelDefinitions, RigidBodyDescription
 from parapush.natnet.version import SUPPORTED_VERSIONS, NatNetVersion
 from parapush.settings import check_settings, setting
-from parapush.validation import check_integer
+from parapush.validation import check_integer, check_ipv4
 
 __all__ = [
     "BodySample",
@@ -186,8 +185,8 @@ class MocapServerSettings:
         if self.natnet_version.major_minor not in {v.major_minor for v in SUPPORTED_VERSIONS}:
             supported = ", ".join(f"{v.major}.{v.minor}" for v in SUPPORTED_VERSIONS)
             raise ValueError(f"natnet_version must be one of {supported}, got {self.natnet_version}")
-        check_ipv4(self.host, "host")
-        check_multicast_group(self.multicast_group)
+        check_ipv4("host", self.host)
+        check_ipv4("multicast_group", self.multicast_group, multicast=True)
         if not (self.stream_unicast or self.stream_multicast):
             raise ValueError("stream_unicast and stream_multicast are both False: nothing would be streamed")
         if len(self.application_version) != 4 or not all(0 <= v <= 255 for v in self.application_version):

@@ -324,7 +324,7 @@ def test_noise_settings_errors_name_the_field():
     with pytest.raises(ValueError, match="max_offset_fraction: expected a finite number > 0 and < 1"):
         PushNoiseSettings(max_offset_fraction=1.0)
     with pytest.raises(SettingsError, match=r"mocap_noise: unknown field\(s\) \['position'\]"):
-        MocapNoiseSettings.from_mapping({"position": 0.1})
+        settings_from_mapping(MocapNoiseSettings, {"position": 0.1}, "mocap_noise")
 
 
 # -- settings -------------------------------------------------------------------------------------
@@ -334,12 +334,12 @@ def test_world_settings_errors_name_the_field():
     with pytest.raises(ValueError, match="seed: expected an integer >= 0"):
         WorldSettings(seed=-1)
     with pytest.raises(SettingsError, match=r"world\.physics\.integrator"):
-        WorldSettings.from_mapping({"physics": {"integrator": "leapfrog"}})
+        settings_from_mapping(WorldSettings, {"physics": {"integrator": "leapfrog"}}, "world")
     with pytest.raises(SettingsError, match=r"world\.push_noise\.table_friction_spread"):
-        WorldSettings.from_mapping({"push_noise": {"table_friction_spread": "much"}})
+        settings_from_mapping(WorldSettings, {"push_noise": {"table_friction_spread": "much"}}, "world")
     with pytest.raises(SettingsError, match=r"world: unknown field\(s\) \['speed'\]"):
-        WorldSettings.from_mapping({"speed": 2})
-    parsed = WorldSettings.from_mapping({"real_time_factor": 3, "arm": {"max_speed": 0.2}})
+        settings_from_mapping(WorldSettings, {"speed": 2}, "world")
+    parsed = settings_from_mapping(WorldSettings, {"real_time_factor": 3, "arm": {"max_speed": 0.2}})
     assert parsed.real_time_factor == 3.0 and parsed.arm.max_speed == 0.2
 
 

@@ -19,6 +19,7 @@ import yaml
 from parapush.estimation.body_map import AUTO_BODY_MAP
 from parapush.estimation.table_frame import TableFrameError, TableTransform, table_transform_from_dict
 from parapush.robotiq.device_model import DeviceModelSettings
+from parapush.settings import settings_from_mapping
 from parapush.sim.gripper_emulator import GripperEmulatorSettings
 from parapush.sim.mocap_server import MocapServerSettings
 from parapush.sim.noise import MocapNoiseSettings
@@ -130,7 +131,7 @@ class MocapStreamSettings:
                 raise DriverSettingsError(str(error)) from None
         if "noise" in values:
             try:
-                values["noise"] = MocapNoiseSettings.from_mapping(values["noise"], f"{where}.noise")
+                values["noise"] = settings_from_mapping(MocapNoiseSettings, values["noise"], f"{where}.noise")
             except ValueError as error:
                 raise DriverSettingsError(str(error)) from None
         return _section(cls, values, where)
@@ -208,7 +209,7 @@ class DriverSettings:
     def from_mapping(cls, data: Any, *, config_dir: Path | None = None) -> DriverSettings:
         values = _check_keys(data, {"world", "mocap", "gripper"}, "settings")
         try:
-            world = WorldSettings.from_mapping(values.get("world"), "world")
+            world = settings_from_mapping(WorldSettings, values.get("world"), "world")
         except ValueError as error:
             raise DriverSettingsError(str(error)) from None
         return cls(

@@ -44,12 +44,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from parapush.estimation.rotations import axis_angle_quaternion, canonical_quaternion, quaternion_multiply
-from parapush.settings import check_settings, setting, settings_from_mapping
+from parapush.settings import check_settings, setting
 from parapush.validation import check_integer
 
 __all__ = [
@@ -188,11 +187,6 @@ class MocapNoiseSettings:
 
     def __post_init__(self) -> None:
         check_settings(self)
-
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "mocap_noise") -> MocapNoiseSettings:
-        """From plain data (a YAML section); errors (:class:`SettingsError`) name ``where`` and the field."""
-        return settings_from_mapping(cls, data, where)
 
 
 class MocapNoise:

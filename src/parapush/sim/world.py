@@ -41,7 +41,6 @@ import threading
 import time as wall_clock
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
-from typing import Any
 
 import mujoco
 import numpy as np
@@ -52,7 +51,7 @@ from parapush.physics.fine_settings import FineSettings
 from parapush.physics.mjcf import object_body_name, scene_to_mjcf
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import ObjectSpec, Scene, SceneSnapshot, StateLayout
-from parapush.settings import check_settings, setting, settings_from_mapping
+from parapush.settings import check_settings, setting
 from parapush.sim.arm import ArmSettings, CommandOutcome, SimArm
 from parapush.sim.noise import ObjectContactSample, PushNoise, PushNoiseSettings
 from parapush.validation import check_instance, check_non_negative
@@ -120,12 +119,6 @@ class WorldSettings:
             if not isinstance(getattr(self, name), kind):
                 raise ValueError(f"{name}: expected {kind.__name__}, got {type(getattr(self, name)).__name__}")
         check_settings(self)
-
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "world") -> WorldSettings:
-        """From plain data (a YAML section); ``physics``, ``push_noise`` and ``arm`` are
-        nested mappings. Errors (:class:`SettingsError`) name ``where`` and the field."""
-        return settings_from_mapping(cls, data, where)
 
 
 @dataclass(frozen=True, eq=False)

@@ -229,7 +229,7 @@ def settings_from_mapping(cls: type, data: Any, where: str = "") -> Any:
         raise SettingsError(f"{prefix}{error.path}" if error.path else where, error.problem) from None
     except ValueError as error:
         field_name, _, problem = str(error).partition(": ")
-        if field_name in known and problem:
+        if field_name.split(".")[0].split("[")[0] in known and problem:  # a field, or a part of one
             raise SettingsError(f"{prefix}{field_name}", problem) from None
         raise SettingsError(where, str(error)) from None
 

@@ -320,7 +320,7 @@ def test_auto_body_maps_use_the_scenes_file_or_the_generated_mapping():
 
 @pytest.mark.parametrize(("data", "field"), [
     ({"gripper": {"coupling": "glue"}}, r"gripper\.coupling"),
-    ({"mocap": {"server": {"rate_hz": -1}}}, r"mocap\.server: rate_hz"),
+    ({"mocap": {"server": {"rate_hz": -1}}}, r"mocap\.server\.rate_hz"),
     ({"mocap": {"mocap_to_table": {"translation": [0, 0], "rotation": {"preset": "y_up"}}}},
      r"mocap\.mocap_to_table\.translation"),
     ({"mocap": {"noise": {"position_std": -1}}}, r"mocap\.noise\.position_std"),

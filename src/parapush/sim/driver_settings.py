@@ -7,25 +7,25 @@ file with errors that name the file and the field. The driver itself is
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from parapush.estimation.body_map import AUTO_BODY_MAP
-from parapush.estimation.table_frame import TableFrameError, TableTransform, table_transform_from_dict
-from parapush.robotiq.device_model import DeviceModelSettings
-from parapush.settings import settings_from_mapping
+from parapush.estimation.table_frame import TableTransform, table_transform_from_dict
+from parapush.settings import check_settings, setting, settings_from_mapping
 from parapush.sim.gripper_emulator import GripperEmulatorSettings
 from parapush.sim.mocap_server import MocapServerSettings
 from parapush.sim.noise import MocapNoiseSettings
 from parapush.sim.world import WorldSettings
+from parapush.validation import check_instance, check_not_empty
 
 COUPLINGS = ("gripper", "rigid")
+SECTIONS = frozenset({"world", "mocap", "gripper"})
+DRIVER_MANAGED_DEVICE_FIELDS = frozenset({"geometry", "object_width_m"})
 DEFAULT_SETTINGS_FILE = "sim_world.yaml"
 
 
@@ -33,154 +33,87 @@ class DriverSettingsError(ValueError):
     """Driver settings are invalid; the message names the field."""
 
 
-def _check_keys(data: Any, known: set[str], where: str) -> Mapping[str, Any]:
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise DriverSettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise DriverSettingsError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
-    return data
-
-
-def _build(cls: type, data: Any, where: str, *, exclude: frozenset[str] = frozenset()) -> Any:
-    known = {item.name for item in fields(cls)} - exclude
-    values = _check_keys(data, known, where)
-    try:
-        return cls(**values)
-    except (TypeError, ValueError) as error:
-        raise DriverSettingsError(f"{where}: {error}") from None
-
-
-def _section(cls: type, values: Mapping[str, Any], where: str) -> Any:
-    """``cls(**values)`` with its error's field prefixed by ``where`` (``mocap.seed: ...``)."""
-    try:
-        return cls(**values)
-    except DriverSettingsError as error:
-        raise DriverSettingsError(f"{where}.{error}") from None
-
-
-def _check_kinds(settings: Any, kinds: tuple[tuple[str, type], ...]) -> None:
-    """Each named field of ``settings`` is an instance of its kind."""
-    for name, kind in kinds:
-        if not isinstance(getattr(settings, name), kind):
-            raise DriverSettingsError(f"{name}: expected {kind.__name__}, got {getattr(settings, name)!r}")
-
-
-def _non_negative_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise DriverSettingsError(f"{name}: expected an integer >= 0, got {value!r}")
-    return int(value)
-
-
-def _positive(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise DriverSettingsError(f"{name}: expected a finite number > 0, got {value!r}")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class MocapStreamSettings:
-    """The simulated motion capture.
+    """The simulated motion capture (each field's meaning, unit and range: its :func:`setting`).
 
     Attributes:
         server: the NatNet server (ports, rate, version, latency, UDP loss ``drop_probability``).
-        bodies_file: the estimator's body mapping: ``"auto"`` (``config/mocap/<scene name>.yaml``
-            when it exists, else the generated mapping), a file (relative paths: to the settings
-            file's directory), or None for the generated mapping (see
-            :func:`parapush.estimation.body_map.resolve_body_map`).
-        mocap_to_table: the mocap -> table transform (the estimator's convention).
+        mocap_to_table: the mocap -> table transform (the estimator's convention); a mapping
+            (the ``mocap_to_table`` YAML section) is converted.
         noise: measurement noise of the streamed poses.
-        seed: seed of the measurement noise.
-        mean_error: marker error reported with every tracked body, m.
-        fallen_untracked: stream objects that fell off the table as untracked.
     """
 
     server: MocapServerSettings = field(default_factory=MocapServerSettings)
-    bodies_file: str | None = AUTO_BODY_MAP
+    bodies_file: str | None = setting(
+        AUTO_BODY_MAP,
+        "the estimator's body mapping: 'auto' (config/mocap/<scene name>.yaml when it exists, else the generated "
+        "mapping) or a file (relative paths: to the settings file's directory); see "
+        "parapush.estimation.body_map.resolve_body_map",
+        kind=str, none="the generated mapping", ros_none="",
+    )
     mocap_to_table: TableTransform = field(default_factory=TableTransform.y_up)
     noise: MocapNoiseSettings = field(default_factory=MocapNoiseSettings)
-    seed: int = 0
-    mean_error: float = 0.0002
-    fallen_untracked: bool = True
+    seed: int = setting(0, "seed of the measurement noise", minimum=0)
+    mean_error: float = setting(0.0002, "marker error reported with every tracked body", unit="m", minimum=0.0)
+    fallen_untracked: bool = setting(True, "stream objects that fell off the table as untracked")
 
     def __post_init__(self) -> None:
-        _check_kinds(
-            self, (("server", MocapServerSettings), ("mocap_to_table", TableTransform), ("noise", MocapNoiseSettings))
-        )
-        if self.bodies_file is not None and (not isinstance(self.bodies_file, str) or not self.bodies_file):
-            raise DriverSettingsError(f"bodies_file: expected a file name or null, got {self.bodies_file!r}")
-        object.__setattr__(self, "seed", _non_negative_int(self.seed, "seed"))
-        if not isinstance(self.mean_error, (int, float)) or not 0.0 <= self.mean_error < math.inf:
-            raise DriverSettingsError(f"mean_error: expected a finite number >= 0, got {self.mean_error!r}")
-        if not isinstance(self.fallen_untracked, bool):
-            raise DriverSettingsError(f"fallen_untracked: expected true or false, got {self.fallen_untracked!r}")
-
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "mocap") -> MocapStreamSettings:
-        values = dict(_check_keys(data, {item.name for item in fields(cls)}, where))
-        if "server" in values:
-            values["server"] = _build(MocapServerSettings, values["server"], f"{where}.server")
-        if "mocap_to_table" in values:
-            try:
-                values["mocap_to_table"] = table_transform_from_dict(
-                    values["mocap_to_table"], f"{where}.mocap_to_table"
-                )
-            except TableFrameError as error:
-                raise DriverSettingsError(str(error)) from None
-        if "noise" in values:
-            try:
-                values["noise"] = settings_from_mapping(MocapNoiseSettings, values["noise"], f"{where}.noise")
-            except ValueError as error:
-                raise DriverSettingsError(str(error)) from None
-        return _section(cls, values, where)
+        if isinstance(self.mocap_to_table, Mapping):
+            object.__setattr__(self, "mocap_to_table", table_transform_from_dict(self.mocap_to_table, "mocap_to_table"))
+        check_instance("server", self.server, MocapServerSettings)
+        check_instance("mocap_to_table", self.mocap_to_table, TableTransform)
+        check_instance("noise", self.noise, MocapNoiseSettings)
+        check_settings(self)
+        if self.bodies_file is not None:
+            check_not_empty("bodies_file", self.bodies_file)
 
 
 @dataclass(frozen=True)
 class GripperLinkSettings:
-    """The emulated gripper and how it holds the pusher (see the module docstring).
+    """The emulated gripper and how it holds the pusher (see the module docstring; each
+    field's meaning, unit and range: its :func:`setting`).
 
     Attributes:
         emulator: transports and device behaviour of the emulated 2F-85; its
-            ``device.object_width_m`` is managed by the driver.
-        coupling: ``"gripper"`` (the pusher moves only while the fingers hold it) or
-            ``"rigid"`` (always held; the gripper is not consulted).
-        grip_width: width of the pusher where the fingers hold it, m; None: its diameter.
-        coupling_period: how often the finger position is checked, s (wall clock).
+            ``device.object_width_m`` is managed by the driver. In YAML the device behaviour
+            is the ``gripper.device`` section, beside ``gripper.emulator``.
     """
 
     emulator: GripperEmulatorSettings = field(default_factory=GripperEmulatorSettings)
-    coupling: str = "gripper"
-    grip_width: float | None = None
-    coupling_period: float = 0.01
+    coupling: str = setting(
+        "gripper", "gripper: the pusher moves only while the fingers hold it; rigid: always held, the gripper "
+        "is not consulted", choices=COUPLINGS,
+    )
+    grip_width: float | None = setting(
+        None, "width of the pusher where the fingers hold it", kind=float, unit="m", above=0.0,
+        none="the pusher's diameter", ros_none=0.0,
+    )
+    coupling_period: float = setting(0.01, "how often the finger position is checked (wall clock)", unit="s",
+                                     above=0.0)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.emulator, GripperEmulatorSettings):
-            raise DriverSettingsError(f"emulator: expected GripperEmulatorSettings, got {self.emulator!r}")
-        if self.coupling not in COUPLINGS:
-            raise DriverSettingsError(f"coupling: expected one of {COUPLINGS}, got {self.coupling!r}")
-        if self.grip_width is not None:
-            object.__setattr__(self, "grip_width", _positive(self.grip_width, "grip_width"))
-        object.__setattr__(self, "coupling_period", _positive(self.coupling_period, "coupling_period"))
+        check_instance("emulator", self.emulator, GripperEmulatorSettings)
+        check_settings(self)
 
-    @classmethod
-    def from_mapping(cls, data: Any, where: str = "gripper") -> GripperLinkSettings:
-        values = dict(_check_keys(data, {item.name for item in fields(cls)} | {"device"}, where))
-        emulator_values = dict(
-            _check_keys(
-                values.pop("emulator", None),
-                {item.name for item in fields(GripperEmulatorSettings)} - {"device"},
-                f"{where}.emulator",
-            )
-        )
-        device = _build(DeviceModelSettings, values.pop("device", None), f"{where}.device",
-                        exclude=frozenset({"geometry", "object_width_m"}))
-        try:
-            values["emulator"] = GripperEmulatorSettings(device=device, **emulator_values)
-        except (TypeError, ValueError) as error:
-            raise DriverSettingsError(f"{where}.emulator: {error}") from None
-        return _section(cls, values, where)
+
+def _gripper_mapping(data: Any) -> Any:
+    """The ``gripper`` YAML section with its ``device`` section moved into ``emulator`` (where
+    :class:`GripperEmulatorSettings` holds it); the driver's own device fields are refused."""
+    if not isinstance(data, Mapping) or "device" not in data:
+        return data
+    values = dict(data)
+    device = values.pop("device")
+    emulator = values.get("emulator") or {}
+    if not isinstance(emulator, Mapping):
+        return data  # settings_from_mapping names the section
+    if "device" in emulator:
+        raise DriverSettingsError("gripper.emulator: unknown field(s) ['device']; the device is gripper.device")
+    managed = sorted(set(device) & DRIVER_MANAGED_DEVICE_FIELDS) if isinstance(device, Mapping) else []
+    if managed:
+        raise DriverSettingsError(f"gripper.device: unknown field(s) {managed}: the driver sets them")
+    values["emulator"] = {**emulator, "device": device}
+    return values
 
 
 @dataclass(frozen=True)
@@ -201,23 +134,33 @@ class DriverSettings:
     config_dir: Path | None = None
 
     def __post_init__(self) -> None:
-        _check_kinds(self, (("world", WorldSettings), ("mocap", MocapStreamSettings), ("gripper", GripperLinkSettings)))
+        check_instance("world", self.world, WorldSettings)
+        check_instance("mocap", self.mocap, MocapStreamSettings)
+        check_instance("gripper", self.gripper, GripperLinkSettings)
         if self.config_dir is not None:
             object.__setattr__(self, "config_dir", Path(self.config_dir))
 
     @classmethod
     def from_mapping(cls, data: Any, *, config_dir: Path | None = None) -> DriverSettings:
-        values = _check_keys(data, {"world", "mocap", "gripper"}, "settings")
+        """From plain data (the parsed settings file); errors name the section and the field."""
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise DriverSettingsError(f"settings: expected a mapping, got {type(data).__name__}")
+        unknown = sorted(str(key) for key in set(data) - SECTIONS)
+        if unknown:
+            raise DriverSettingsError(f"settings: unknown field(s) {unknown}; known: {sorted(SECTIONS)}")
         try:
-            world = settings_from_mapping(WorldSettings, values.get("world"), "world")
+            return cls(
+                world=settings_from_mapping(WorldSettings, data.get("world"), "world"),
+                mocap=settings_from_mapping(MocapStreamSettings, data.get("mocap"), "mocap"),
+                gripper=settings_from_mapping(GripperLinkSettings, _gripper_mapping(data.get("gripper")), "gripper"),
+                config_dir=config_dir,
+            )
+        except DriverSettingsError:
+            raise
         except ValueError as error:
             raise DriverSettingsError(str(error)) from None
-        return cls(
-            world=world,
-            mocap=MocapStreamSettings.from_mapping(values.get("mocap"), "mocap"),
-            gripper=GripperLinkSettings.from_mapping(values.get("gripper"), "gripper"),
-            config_dir=config_dir,
-        )
 
 
 def load_driver_settings(path: str | Path) -> DriverSettings:

@@ -28,9 +28,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass
 from typing import Any
 
+import numpy as np
+
 from parapush.validation import check_choice, check_integer, check_real
 
-KINDS = (bool, int, float, str)
+KINDS = (bool, int, float, str, tuple)
+"""The kinds of setting; ``tuple`` is a list of real numbers (a ROS double array), held as a tuple of floats."""
 
 
 class SettingsError(ValueError):
@@ -49,13 +52,14 @@ class SettingInfo:
 
     Attributes:
         description: what it is (one line).
-        kind: bool, int, float or str.
+        kind: bool, int, float, str, or tuple (a list of real numbers, held as a tuple of floats).
         unit: SI unit, "" when dimensionless.
         minimum, maximum: inclusive bounds for numbers (None: unbounded).
         above, below: exclusive bounds for numbers (None: unbounded).
         choices: allowed strings (None: any string).
         none: what None means, or None when None is not allowed.
         ros_none: the value that stands for None in a ROS parameter (which cannot be None).
+        lengths: for tuples, the allowed numbers of elements (None: any).
     """
 
     description: str
@@ -68,6 +72,7 @@ class SettingInfo:
     choices: tuple[str, ...] | None = None
     none: str | None = None
     ros_none: Any = None
+    lengths: tuple[int, ...] | None = None
 
     def text(self) -> str:
         """The description with its unit, choices and the meaning of None."""
@@ -94,11 +99,22 @@ class SettingInfo:
             return check_real(
                 name, value, minimum=self.minimum, maximum=self.maximum, above=self.above, below=self.below
             )
+        if self.kind is tuple:
+            return self._check_numbers(name, value)
         if self.choices is not None:
             return check_choice(name, value, self.choices)
         if not isinstance(value, str):
             raise ValueError(f"{name}: expected a string, got {value!r}")
         return value
+
+    def _check_numbers(self, name: str, value: Any) -> tuple[float, ...]:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence, np.ndarray)):
+            raise ValueError(f"{name}: expected a list of numbers, got {value!r}")
+        numbers = tuple(check_real(f"{name}[{index}]", item) for index, item in enumerate(value))
+        if self.lengths is not None and len(numbers) not in self.lengths:
+            allowed = " or ".join(str(length) for length in self.lengths)
+            raise ValueError(f"{name}: expected {allowed} numbers, got {len(numbers)}")
+        return numbers
 
 
 def setting(
@@ -114,16 +130,18 @@ def setting(
     choices: Sequence[str] | None = None,
     none: str | None = None,
     ros_none: Any = None,
+    lengths: Sequence[int] | None = None,
 ) -> Any:
     """A dataclass field declared once (see the module docstring).
 
     Args:
         default: the default value (required: every setting has one).
         description: what it is.
-        kind: bool, int, float or str; None: the default's type (str when ``choices``).
+        kind: bool, int, float, str or tuple; None: the default's type (str when ``choices``).
         unit, minimum, maximum, above, below, choices: see :class:`SettingInfo`.
         none: what None means; None: the setting may not be None.
         ros_none: the ROS parameter value standing for None (required with ``none``).
+        lengths: for ``kind=tuple``, the allowed numbers of elements.
     """
     if default is MISSING:
         raise TypeError("setting: a default is required")
@@ -146,6 +164,7 @@ def setting(
         choices=tuple(choices) if choices is not None else None,
         none=none,
         ros_none=ros_none,
+        lengths=tuple(lengths) if lengths is not None else None,
     )
     info.check("default", default)
     return dataclasses.field(default=default, metadata={"setting": info})

@@ -13,7 +13,6 @@ from parapush.execution.control_intake import ControlsRefused, check_controls, m
 from parapush.execution.execution_settings import ExecutionSettings, GripperSettings, LimitSettings
 from parapush.execution.executor_control import ExecutorControl
 from parapush.execution.executor_diagnostics import ExecutorCounters, executor_report, gripper_report
-from parapush.execution.frames import RigidTransform
 from parapush.execution.gripper_endpoint import SerialEndpoint, TcpEndpoint
 from parapush.execution.gripper_monitor import GripperSnapshot, gripper_problem
 from parapush.execution.safety import SafetyReason
@@ -41,7 +40,6 @@ class Logger:
 # -- settings ------------------------------------------------------------------------------------
 def test_the_parameter_file_lists_every_setting_with_its_default():
     data = yaml.safe_load((config_dir() / "executor.yaml").read_text())["executor"]["ros__parameters"]
-    data.pop("table_to_base")
     defaults = {item.path: item.default for item in setting_fields(ExecutionSettings)}
     flat = {f"{section}.{key}" if isinstance(values, dict) else section: value
             for section, values in data.items()
@@ -63,6 +61,9 @@ def test_the_parameter_file_lists_every_setting_with_its_default():
         ({"gripper": {"address": ""}}, "gripper.address"),
         ({"gripper": {"grasp_force": 256}}, "gripper.grasp_force"),
         ({"stop_repeats": 1.5}, "stop_repeats"),
+        ({"table_to_base": [0.5, 0.0, 0.0]}, "table_to_base"),
+        ({"table_to_base": [0.5, 0.0, 0.0, "yaw"]}, "table_to_base[3]"),
+        ({"table_to_base": [0.0] * 7}, "table_to_base"),
     ],
 )
 def test_invalid_settings_name_the_field(data, path):
@@ -72,8 +73,8 @@ def test_invalid_settings_name_the_field(data, path):
 
 
 def test_the_safety_filter_gets_the_box_shrunk_by_the_stall_margin():
-    settings = ExecutionSettings(limits=LimitSettings(stall_margin=0.02), rate=50.0)
-    core = settings.executor_settings(RigidTransform.identity())
+    settings = ExecutionSettings(limits=LimitSettings(stall_margin=0.02), rate=50.0, table_to_base=(0, 0, 0, 0))
+    core = settings.executor_settings()
     assert (core.limits.x_min_m, core.limits.x_max_m) == pytest.approx((-0.33, 0.33))
     assert (core.limits.y_min_m, core.limits.y_max_m) == pytest.approx((-0.43, 0.43))
     assert core.stream.period_s == pytest.approx(0.02) and core.stop_repeats == 3
@@ -203,7 +204,7 @@ def test_gripper_report():
 # -- control logic -------------------------------------------------------------------------------
 def make_control():
     published = []
-    settings = ExecutionSettings(rate=50.0).executor_settings(RigidTransform.identity())
+    settings = ExecutionSettings(rate=50.0, table_to_base=(0, 0, 0, 0)).executor_settings()
     control = ExecutorControl(settings, published.append, ThrottledLog(Logger(), 0.0))
     return control, published
 

@@ -77,6 +77,25 @@ def test_checks_name_the_value_and_convert():
         check_instance("inner", 1, InnerSettings, "the inner settings")
 
 
+def test_a_tuple_setting_is_a_list_of_reals_of_an_allowed_length():
+    @dataclass(frozen=True)
+    class Pose:
+        pose: tuple[float, ...] = setting((0.5, 0.0, 0.0, 0.0), "pose", lengths=(4, 7))
+
+        def __post_init__(self) -> None:
+            check_settings(self)
+
+    assert Pose(pose=[1, 2, 3, 4]).pose == (1.0, 2.0, 3.0, 4.0)
+    assert settings_from_mapping(Pose, {"pose": np.arange(7)}).pose == tuple(float(v) for v in range(7))
+    with pytest.raises(ValueError, match=r"^pose: expected 4 or 7 numbers, got 3"):
+        Pose(pose=(1.0, 2.0, 3.0))
+    with pytest.raises(SettingsError, match=r"^p\.pose\[1\]: expected a finite number"):
+        settings_from_mapping(Pose, {"pose": [0.0, float("nan"), 0.0, 0.0]}, "p")
+    for bad in ("1234", 1.0, {"x": 1.0}):
+        with pytest.raises(ValueError, match=r"^pose: expected a list of numbers"):
+            Pose(pose=bad)
+
+
 def test_ipv4_check_names_the_value_and_checks_multicast():
     assert check_ipv4("host", "127.0.0.1") == "127.0.0.1"
     assert check_ipv4("group", "239.255.42.99", multicast=True) == "239.255.42.99"

@@ -1,11 +1,8 @@
 """The executor's settings, declared once (:mod:`parapush.settings`): each field carries its
 default, range, unit and description; the executor node's parameters are generated from
 :class:`ExecutionSettings` (``limits.*`` and ``gripper.*`` are its nested sections) and
-``config/executor.yaml`` lists the same keys.
-
-The table -> base transform is a list of numbers, which a :func:`~parapush.settings.setting`
-cannot declare: it is :data:`DEFAULT_TABLE_TO_BASE` with :data:`TABLE_TO_BASE_DESCRIPTION`,
-read by :meth:`~parapush.execution.frames.RigidTransform.from_parameters`.
+``config/executor.yaml`` lists the same keys. The table -> base transform ``table_to_base``
+is a list of numbers, read by :meth:`~parapush.execution.frames.RigidTransform.from_parameters`.
 """
 
 from __future__ import annotations
@@ -160,8 +157,7 @@ class GripperSettings:
 
 @dataclass(frozen=True)
 class ExecutionSettings:
-    """Everything the executor node is configured with, except ``table_to_base`` (see the
-    module docstring)."""
+    """Everything the executor node is configured with."""
 
     twist_topic: str = setting(
         "/servo_node/delta_twist_cmds",
@@ -199,9 +195,14 @@ class ExecutionSettings:
                                          minimum=0.0, maximum=600.0)
     gripper_enabled: bool = setting(True, "drive a Robotiq 2F-85 holding the pusher (false: arm without one)")
     gripper: GripperSettings = field(default_factory=GripperSettings)
+    table_to_base: tuple[float, ...] = setting(DEFAULT_TABLE_TO_BASE, TABLE_TO_BASE_DESCRIPTION, lengths=(4, 7))
 
     def __post_init__(self) -> None:
         check_settings(self)
+        try:
+            RigidTransform.from_parameters(self.table_to_base)
+        except ValueError as error:  # a quaternion that is no rotation
+            raise ValueError(f"table_to_base: {error}") from None
         for name in ("twist_topic", "base_frame", "table_frame"):
             check_not_empty(name, getattr(self, name))
         check_node_name(self.allowed_publisher, "allowed_publisher")
@@ -218,9 +219,10 @@ class ExecutionSettings:
                 f"limits.command_timeout ({self.limits.command_timeout} s): timer jitter would count as a gap"
             )
 
-    def executor_settings(self, table_to_base: RigidTransform) -> ExecutorSettings:
+    def executor_settings(self) -> ExecutorSettings:
         """The core's settings: command stream, the safety filter's limits, stop repeats."""
-        stream = CommandStreamSettings(rate_hz=self.rate, frame_id=self.base_frame, table_to_base=table_to_base)
+        stream = CommandStreamSettings(rate_hz=self.rate, frame_id=self.base_frame,
+                                       table_to_base=RigidTransform.from_parameters(self.table_to_base))
         return ExecutorSettings(stream=stream, limits=self.limits.safety_limits(), stop_repeats=self.stop_repeats)
 
 

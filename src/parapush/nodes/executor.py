@@ -99,10 +99,9 @@ from std_srvs.srv import Trigger
 from parapush.execution.commands import TwistCommand
 from parapush.execution.control_intake import ControlsRefused, check_controls, measurement_time
 from parapush.execution.control_source import ControlPublishers, resolve_node_name
-from parapush.execution.execution_settings import DEFAULT_TABLE_TO_BASE, TABLE_TO_BASE_DESCRIPTION, ExecutionSettings
+from parapush.execution.execution_settings import ExecutionSettings
 from parapush.execution.executor_control import ExecutorControl
 from parapush.execution.executor_diagnostics import gripper_report
-from parapush.execution.frames import RigidTransform
 from parapush.execution.gripper_errors import GripperError
 from parapush.execution.gripper_monitor import ExecutorStartupError, GripperMonitor
 from parapush.execution.throttled_log import ThrottledLog
@@ -111,17 +110,13 @@ from parapush.nodes.conversions import report_to_status, time_to_seconds
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import (
     ParameterError,
-    ParameterSpec,
     declare_parameters,
     parameter_specs,
     settings_from_parameters,
 )
 from parapush.settings import SettingsError
 
-PARAMETERS = (
-    *parameter_specs(ExecutionSettings),
-    ParameterSpec("table_to_base", list(DEFAULT_TABLE_TO_BASE), TABLE_TO_BASE_DESCRIPTION),
-)
+PARAMETERS = parameter_specs(ExecutionSettings)
 
 __all__ = ["PARAMETERS", "ExecutorNode", "ExecutorStartupError", "main"]
 
@@ -131,13 +126,8 @@ class ExecutorNode(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__("executor", **node_options)
-        values = declare_parameters(self, PARAMETERS)
-        try:
-            table_to_base = RigidTransform.from_parameters(values["table_to_base"])
-        except (ValueError, TypeError) as error:
-            raise ParameterError(f"parameter 'table_to_base': {error}") from None
-        self.settings = settings = settings_from_parameters(ExecutionSettings, values)
-        self.control = ExecutorControl(settings.executor_settings(table_to_base), self._publish,
+        self.settings = settings = settings_from_parameters(ExecutionSettings, declare_parameters(self, PARAMETERS))
+        self.control = ExecutorControl(settings.executor_settings(), self._publish,
                                        ThrottledLog(self.get_logger(), settings.log_throttle_period),
                                        following=settings.following)
         self.sources = ControlPublishers(resolve_node_name(settings.allowed_publisher, self.get_namespace()))

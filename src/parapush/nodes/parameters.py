@@ -129,6 +129,8 @@ def parameter_specs(settings_class: type, prefix: str = "") -> tuple[ParameterSp
         default = info.ros_none if item.default is None else item.default
         if info.kind is float and isinstance(default, int):
             default = float(default)
+        if info.kind is tuple:  # a ROS double array
+            default = [float(value) for value in default]
         minimum = info.minimum if info.minimum is not None else info.above
         maximum = info.maximum if info.maximum is not None else info.below
         if info.none is not None and info.kind in (int, float):  # the stand-in must pass the range

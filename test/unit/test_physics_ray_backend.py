@@ -1,6 +1,7 @@
 """The Ray backend on a real two-node Ray cluster on this machine (``ray start`` head + node):
-bit-identical to the thread backend (fine batches, per-row models, fidelity variants, Parareal
-K = 1, a prediction request), and a killed actor is replaced with its rows run again.
+bit-identical to the thread backend (fine batches, per-row models, fidelity variants and the
+managed fine backend around it, Parareal K = 1, a prediction request), and a killed actor is
+replaced with its rows run again.
 
 The cluster is started once for the module and stopped by the fixture's finalizer, also when a
 test fails. Without Ray installed the module is skipped, unless ``PARAPUSH_REQUIRE_RAY=1``
@@ -28,6 +29,7 @@ from test_physics_backends import SCENE, random_inputs
 from parapush.parareal import PararealOptions, PararealSolver
 from parapush.physics.backends import RayBackend, ThreadBackend, WorkerError, make_backend
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+from parapush.physics.fidelity import ManagedFineBackend
 from parapush.physics.fine import FineModel
 from parapush.physics.projection import FeasibilityProjector
 from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
@@ -93,6 +95,15 @@ def test_a_fine_batch_equals_the_thread_backend_bit_for_bit(ray_backend, fine_mo
                                   expected_dynamic)
     with pytest.raises(ValueError, match="models"):
         ray_backend.propagate(states, controls, durations, models=models[:-1])
+
+
+def test_fidelity_management_around_it_equals_it_around_threads(ray_backend, fine_model) -> None:
+    states, controls, durations = random_inputs(fine_model, 10, seed=13)
+    with ThreadBackend(fine_model, threads=2) as threads:
+        expected = ManagedFineBackend(threads, fine_model).propagate(states, controls, durations)
+    managed = ManagedFineBackend(ray_backend, fine_model)
+    np.testing.assert_array_equal(managed.propagate(states, controls, durations), expected)
+    assert managed.counts.segments == 10
 
 
 def test_parareal_k1_equals_the_thread_backend_bit_for_bit(ray_backend, fine_model) -> None:

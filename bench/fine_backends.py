@@ -15,7 +15,7 @@ and the Ray backend's per-call overhead c_o, the wall times of Parareal (K = 1) 
 sample-parallel fine on the MPC batch for 2, 16, 64 and 256 workers, and the schedule
 ``auto`` picks.
 
-    python bench/fine_backends.py [--quick] [--segments 84] [--workers N] [--ray-address HOST:PORT]
+    python bench/fine_backends.py [--quick] [--segments 84] [--workers N] [--ray-address HOST:PORT] [--reference]
 
 Writes bench/results/fine_backends.{json,png}.
 """
@@ -35,6 +35,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import parareal_common as common
+import reference as bench_reference
 from parapush.parareal import PararealOptions, PararealSolver
 from parapush.parareal.schedule import ProblemSize, StepCosts, choose_schedule, serial_fine_wall_time
 from parapush.physics.backends import ProcessBackend, RayBackend, ThreadBackend
@@ -68,7 +69,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--ray-address", default=None, help="Ray cluster head (default: a local Ray)")
+    bench_reference.add_reference_argument(parser)
     args = parser.parse_args()
+    load_before = bench_reference.load_average()
     segments, repeats = (20, 2) if args.quick else (args.segments, args.repeats)
     workers = args.workers
 
@@ -184,6 +187,17 @@ def main() -> None:
                          "ray_address": args.ray_address or ("local" if ray_name else None)},
                   {"sequences": MPC_SEQUENCES, "slices": MPC_SLICES, "iterations": 1, "fine_control_s": fine_control,
                    "coarse_step_s": coarse_step, "call_overhead_s": overhead, "rows": predictions})
+    if ray_vs_threads is not None:  # the README's figures: only a run with Ray has them all
+        bench_reference.write_figures("fine_backends", {
+            "ray_vs_threads_wall": ray_vs_threads, "ray_call_overhead_ms": 1000 * overhead,
+            "threads_call_overhead_ms": 1000 * overheads[threads_name], "fine_control_ms": 1000 * fine_control,
+            "coarse_step_us": 1e6 * coarse_step,
+            **{f"parareal_s_{row['workers']}": row["parareal_s"] for row in predictions},
+            **{f"sample_parallel_s_{row['workers']}": row["sample_parallel_s"] for row in predictions},
+            **{f"speedup_vs_serial_{row['workers']}": row["speedup_vs_serial"] for row in predictions},
+            **{f"parareal_vs_sample_parallel_{row['workers']}": row["parareal_vs_sample_parallel"]
+               for row in predictions},
+        }, reference=args.reference, load_before=load_before, quick=args.quick)
 
 
 def make_ray_backend(scene, model: FineModel, workers: int, address: str | None) -> RayBackend | None:

@@ -97,6 +97,15 @@ def test_a_fine_batch_equals_the_thread_backend_bit_for_bit(ray_backend, fine_mo
         ray_backend.propagate(states, controls, durations, models=models[:-1])
 
 
+def test_small_batches_go_to_fewer_actors(ray_backend, fine_model) -> None:
+    """Every actor call carries at least min_call_seconds of work (by the learned cost per step)."""
+    states, controls, durations = random_inputs(fine_model, 4, seed=3)
+    ray_backend.propagate(states, controls, durations)  # learns the cost per step
+    one_step = fine_model.steps_for_each(np.full(4, fine_model.settings.timestep))
+    assert ray_backend._parts(one_step) == 1
+    assert ray_backend._parts(fine_model.steps_for_each(np.full(4, 5.0))) == ray_backend.workers
+
+
 def test_fidelity_management_around_it_equals_it_around_threads(ray_backend, fine_model) -> None:
     states, controls, durations = random_inputs(fine_model, 10, seed=13)
     with ThreadBackend(fine_model, threads=2) as threads:

@@ -149,7 +149,7 @@ def test_a_killed_actor_is_replaced_and_its_rows_run_again(ray_backend, fine_mod
     with ThreadBackend(fine_model, threads=2) as threads:
         expected_long = threads.propagate(states, controls, long_durations)
     victim = ray_backend.actor_pids[1]
-    killer = threading.Timer(0.3, os.kill, (victim, signal.SIGKILL))
+    killer = threading.Timer(0.1, os.kill, (victim, signal.SIGKILL))  # before the call ends
     killer.start()
     try:
         np.testing.assert_array_equal(ray_backend.propagate(states, controls, long_durations), expected_long)

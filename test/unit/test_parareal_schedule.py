@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from test_parareal_toy_system import ToyBackend, ToyCoarse, ToyFine, random_problem, serial_fine
 
 from parapush.parareal import CostEstimator, PararealOptions, PararealSolver
+from parapush.parareal.cost_estimate import call_overhead_of
 from parapush.parareal.schedule import (
     ProblemSize,
     StepCosts,
@@ -138,6 +139,46 @@ def test_bad_cost_model_arguments_raise_naming_them(call: object, name: str | No
         return
     with pytest.raises((ValueError, TypeError), match=rf"^{name}"):
         call()  # type: ignore[operator]
+
+
+def test_the_call_overhead_counts_once_per_fine_call() -> None:
+    """K calls for Parareal, N for sample-parallel: with B = P = N = 4 and K = 1 (4 c_f + 7 c_c
+    + c_o against 4 c_f + 4 c_o) the overhead turns the choice once c_o > 7 c_c / 3."""
+    size = ProblemSize(sequences=4, slices=4, workers=4)
+    plain = StepCosts(coarse_step=1e-3, fine_control=1e-2)
+    assert choose_schedule(size, 1, plain).schedule == "sample_parallel"
+    for overhead, expected in ((2e-3, "sample_parallel"), (2.5e-3, "parareal")):
+        costs = StepCosts(coarse_step=1e-3, fine_control=1e-2, call_overhead=overhead)
+        choice = choose_schedule(size, 1, costs)
+        assert choice.predicted_parareal == pytest.approx(4e-2 + 7e-3 + overhead)
+        assert choice.predicted_sample_parallel == pytest.approx(4e-2 + 4 * overhead)
+        assert choice.schedule == expected
+    costs = StepCosts(coarse_step=1e-3, fine_control=1e-2, call_overhead=5e-3)
+    assert parareal_iteration_time(size, 0, costs) == pytest.approx(4e-2 + 3e-3 + 5e-3)
+    with pytest.raises(ValueError, match="^call_overhead"):
+        StepCosts(coarse_step=1e-3, fine_control=1e-2, call_overhead=-1.0)
+
+
+def test_cost_estimator_takes_the_call_overhead_off_the_fine_rate() -> None:
+    estimator = CostEstimator(smoothing=1.0)
+    # 4 rows of 1 s on 2 workers in 0.025 s of which 0.005 s overhead: 0.01 s per simulated s
+    estimator.record_fine(wall_time=0.025, rows=4, mean_duration=1.0, workers=2, call_overhead=0.005)
+    estimator.record_coarse(wall_time=1e-4, steps=1)
+    assert estimator.fine_rate == pytest.approx(0.01) and estimator.call_overhead == 0.005
+    costs = estimator.step_costs(1.0)
+    assert costs is not None and costs.call_overhead == 0.005
+
+
+def test_call_overhead_of_follows_wrapped_backends() -> None:
+    class Measured:
+        call_overhead = 0.004
+
+    class Wrapper:
+        def __init__(self, backend: object) -> None:
+            self.backend = backend
+
+    assert call_overhead_of(Wrapper(Wrapper(Measured()))) == 0.004
+    assert call_overhead_of(ToyBackend(ToyFine(), workers=2)) == 0.0
 
 
 # -- running estimate -----------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 
 import numpy as np
 import pytest
@@ -99,6 +100,12 @@ def test_make_backend_by_name(fine_model):
         assert isinstance(serial, SerialBackend)
     with make_backend("threads", fine_model, workers=2) as threads:
         assert isinstance(threads, ThreadBackend) and threads.workers == 2
+
+
+def test_the_ray_backend_without_ray_says_how_to_install_it(fine_model, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ImportError, match=r"parapush\[ray\]"):
+        make_backend("ray", fine_model)
 
 
 def test_process_backend_is_bit_identical_and_survives_killed_workers(fine_model):

@@ -140,6 +140,22 @@ FIGURES = (
         (".2f", ".2f"),
     ),
     Figure(
+        "the Ray backend took {}x the thread backend's wall time on the MPC batch of 84 one-second segments, "
+        "with a per-call overhead of {} ms (threads: {} ms); c_f = {} ms, c_c = {} us",
+        "fine_backends",
+        ("ray_vs_threads_wall", "ray_call_overhead_ms", "threads_call_overhead_ms", "fine_control_ms",
+         "coarse_step_us"),
+        (".2f", ".2f", ".2f", ".2f", ".0f"),
+    ),
+    Figure(
+        "| 2 | {} s | {} s | {}x | {}x | | 16 | {} s | {} s | {}x | {}x | | 64 | {} s | {} s | {}x | {}x | "
+        "| 256 | {} s | {} s | {}x | {}x |",
+        "fine_backends",
+        tuple(f"{name}_{workers}" for workers in (2, 16, 64, 256)
+              for name in ("parareal_s", "sample_parallel_s", "parareal_vs_sample_parallel", "speedup_vs_serial")),
+        (".3f", ".3f", ".2f", ".1f") * 4,
+    ),
+    Figure(
         "(a disc slid {} / {} / {} mm at 0 / 22.5 / 45 deg)",
         "fine_model_defaults",
         ("pyramidal_disc_stopping_mm[0]", "pyramidal_disc_stopping_mm[1]", "pyramidal_disc_stopping_mm[2]"),
@@ -202,6 +218,7 @@ SECTIONS_WITH_FIGURES = (
     ("Against it, over", "implicitfast costs as much as Euler"),
     ("**Fine model defaults**", "**Schedule `auto`**"),
     ("`result.sensitivity` says", "From a recorded run"),
+    ("### The prediction service on a Ray cluster", "## Running several stacks"),
 )
 """README passages (start, end marker) whose measured figures must all be traced."""
 MEASURED = re.compile(r"~?<?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?:x| ?(?:%|ms|mm|deg))(?!\w)")

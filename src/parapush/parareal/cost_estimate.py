@@ -9,6 +9,20 @@ from parapush.parareal.schedule import StepCosts
 from parapush.validation import check_non_negative, check_positive
 
 
+def call_overhead_of(backend: object) -> float:
+    """The per-call overhead c_o (s) of a fine backend or of the backend it wraps (``.backend``,
+    as :class:`parapush.physics.fidelity.ManagedFineBackend` and the prediction service's fair
+    scheduler do): its ``call_overhead`` (the Ray backend measures one), else 0."""
+    for _ in range(8):  # a short chain of wrappers
+        if backend is None:
+            break
+        overhead = getattr(backend, "call_overhead", None)
+        if overhead is not None:
+            return float(overhead)
+        backend = getattr(backend, "backend", None)
+    return 0.0
+
+
 @dataclass
 class _RunningMean:
     """Exponential moving average; the first sample sets it."""
@@ -33,7 +47,9 @@ class CostEstimator:
     on one worker, so that slices of different durations share one estimate; c_f for a
     problem is that rate times its mean control duration. A fine batch call of M rows of
     mean duration d on P workers is counted as ceil(M / P) d simulated seconds per worker.
-    The coarse cost c_c is wall seconds per coarse step of the whole batch, correction and
+    The backend's per-call overhead c_o (:func:`call_overhead_of`)
+    is taken off each fine call's wall time before the rate is updated and kept as the latest
+    value given. The coarse cost c_c is wall seconds per coarse step of the whole batch, correction and
     projection included (it depends weakly on B; it is negligible beside c_f in the
     schedule choice).
 
@@ -48,6 +64,7 @@ class CostEstimator:
         self._fine_rate = _RunningMean(smoothing)
         self._coarse_step = _RunningMean(smoothing)
         self._iterations = _RunningMean(smoothing)
+        self._call_overhead = 0.0
 
     @property
     def ready(self) -> bool:
@@ -60,6 +77,11 @@ class CostEstimator:
         return self._fine_rate.value
 
     @property
+    def call_overhead(self) -> float:
+        """c_o, s per fine backend call (the latest value a fine call gave; 0 before)."""
+        return self._call_overhead
+
+    @property
     def coarse_step(self) -> float | None:
         """c_c, s per coarse step of the batch, or None."""
         return self._coarse_step.value
@@ -69,12 +91,18 @@ class CostEstimator:
         """Running mean of the iterations that tolerance-driven solves used, or None."""
         return self._iterations.value
 
-    def record_fine(self, *, wall_time: float, rows: int, mean_duration: float, workers: int) -> None:
-        """One fine batch call: ``rows`` controls of ``mean_duration`` s took ``wall_time`` s."""
+    def record_fine(
+        self, *, wall_time: float, rows: int, mean_duration: float, workers: int, call_overhead: float = 0.0
+    ) -> None:
+        """One fine batch call: ``rows`` controls of ``mean_duration`` s took ``wall_time`` s, of
+        which ``call_overhead`` s were the backend's overhead per call."""
         if rows <= 0 or mean_duration <= 0.0:
             return
+        overhead = check_non_negative("call_overhead", call_overhead)
+        self._call_overhead = overhead
         per_worker = math.ceil(rows / workers) * mean_duration
-        self._fine_rate.add(wall_time / per_worker)
+        # a call faster than its overhead estimate still counts as a little work, never as none
+        self._fine_rate.add(max(wall_time - overhead, 0.1 * wall_time) / per_worker)
 
     def record_coarse(self, *, wall_time: float, steps: int) -> None:
         """``steps`` serial coarse steps (with corrections) took ``wall_time`` s."""
@@ -97,5 +125,6 @@ class CostEstimator:
         if not self.ready:
             return None
         return StepCosts(
-            coarse_step=self._coarse_step.value, fine_control=self._fine_rate.value * mean_duration
+            coarse_step=self._coarse_step.value, fine_control=self._fine_rate.value * mean_duration,
+            call_overhead=self._call_overhead,
         )

@@ -7,6 +7,9 @@ Notation (ISRR 2019, Sec 2.1, generalised to a batch):
 * c_c: wall time of one *coarse step*: the coarse model applied to one control of all
   B sequences, with the Parareal correction and the feasibility projection, s.
 * c_f: wall time of the fine model for one control of one sequence on one worker, s.
+* c_o: the fine backend's overhead per call (a batch), s: scheduling and transfers, about
+  nothing for threads, a millisecond or more for Ray actors on a cluster
+  (:attr:`parapush.physics.backends.RayBackend.call_overhead`).
 
 ISRR Eq 4 (B = 1, P = N, every slice recomputed in every iteration)::
 
@@ -18,19 +21,19 @@ an iterate whose states 0..k are exact, so it needs the fine model on the N - k 
 n = k..N-1 of every sequence, in one batch of B (N - k) rows spread over P workers, and
 then N - k - 1 serial coarse steps for the correction::
 
-    T_parareal = [N + sum_{k<K} (N - k - 1)] c_c + sum_{k<K} ceil(B (N - k) / P) c_f
+    T_parareal = [N + sum_{k<K} (N - k - 1)] c_c + sum_{k<K} ceil(B (N - k) / P) c_f + K c_o
 
 Without skipping the exact slices (``skip_exact_slices=False``, the paper's and the
 authors' code's count)::
 
-    T_parareal = (1 + K) N c_c + K ceil(B N / P) c_f
+    T_parareal = (1 + K) N c_c + K ceil(B N / P) c_f + K c_o
 
 which for B = 1 and P = N is the denominator of Eq 4.
 
 Sample-parallel serial fine: the N controls are done one after the other, each one for
 all B sequences at once on the P workers::
 
-    T_sample_parallel = N ceil(B / P) c_f
+    T_sample_parallel = N ceil(B / P) c_f + N c_o
 
 and plain serial fine on one worker costs T_serial = B N c_f. For one trajectory
 (B = 1) sample parallelism has nothing to spread and T_sample_parallel = T_serial.
@@ -40,7 +43,9 @@ of P the sample-parallel schedule keeps every worker busy doing only necessary w
 Parareal (at least as much fine work, plus the coarse sweeps) cannot win. With B < P,
 or a last round of sample-parallel that leaves workers idle (B = 3, P = 2: 2 rounds per
 control), Parareal can use the idle workers: for B = 1, P = 2, N = 4, K = 1 it needs
-2 c_f + 7 c_c against 4 c_f.
+2 c_f + 7 c_c against 4 c_f. The per-call overhead favours Parareal too: it makes K calls
+where sample-parallel makes N (B = P = N = 4, K = 1: 4 c_f + 7 c_c + c_o against
+4 c_f + 4 c_o, Parareal once c_o > 7 c_c / 3).
 """
 
 from __future__ import annotations
@@ -81,14 +86,17 @@ class StepCosts:
         coarse_step: c_c, s: one coarse control for the whole batch, including the
             correction and the projection.
         fine_control: c_f, s: one fine control of one sequence on one worker.
+        call_overhead: c_o, s: the fine backend's overhead per call (0 for threads).
     """
 
     coarse_step: float
     fine_control: float
+    call_overhead: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "coarse_step", check_non_negative("coarse_step", self.coarse_step))
         object.__setattr__(self, "fine_control", check_non_negative("fine_control", self.fine_control))
+        object.__setattr__(self, "call_overhead", check_non_negative("call_overhead", self.call_overhead))
         if self.fine_control == 0.0:
             raise ValueError("fine_control: must be > 0 s")
 
@@ -143,7 +151,7 @@ def parareal_wall_time(
     rows = parareal_fine_rows(size, iterations, skip_exact_slices=skip_exact_slices)
     fine = sum(math.ceil(count / size.workers) for count in rows) * costs.fine_control
     coarse = parareal_coarse_steps(size, iterations, skip_exact_slices=skip_exact_slices) * costs.coarse_step
-    return coarse + fine
+    return coarse + fine + len(rows) * costs.call_overhead
 
 
 def parareal_iteration_time(
@@ -151,7 +159,7 @@ def parareal_iteration_time(
 ) -> float:
     """Predicted wall time of iteration ``completed + 1`` alone, s.
 
-    ceil(B_a (N - k) / P) c_f + (N - k - 1) c_c with k = ``completed`` and B_a the
+    ceil(B_a (N - k) / P) c_f + (N - k - 1) c_c + c_o with k = ``completed`` and B_a the
     sequences still iterating (default B).
     """
     check_integer("completed", completed, minimum=0)
@@ -162,16 +170,17 @@ def parareal_iteration_time(
     return (
         math.ceil(active * remaining / size.workers) * costs.fine_control
         + (remaining - 1) * costs.coarse_step
+        + costs.call_overhead
     )
 
 
 def sample_parallel_wall_time(size: ProblemSize, costs: StepCosts) -> float:
-    """Predicted wall time of sample-parallel serial fine, s: N ceil(B / P) c_f."""
-    return size.slices * math.ceil(size.sequences / size.workers) * costs.fine_control
+    """Predicted wall time of sample-parallel serial fine, s: N ceil(B / P) c_f + N c_o."""
+    return size.slices * (math.ceil(size.sequences / size.workers) * costs.fine_control + costs.call_overhead)
 
 
 def serial_fine_wall_time(size: ProblemSize, costs: StepCosts) -> float:
-    """Predicted wall time of the fine model on one worker, s: B N c_f."""
+    """Predicted wall time of the fine model on one worker, s: B N c_f (no overhead: one process)."""
     return size.sequences * size.slices * costs.fine_control
 
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parapush.parareal.cost_estimate import CostEstimator
+from parapush.parareal.cost_estimate import CostEstimator, call_overhead_of
 from parapush.parareal.exceptions import PhysicsDivergenceError
 from parapush.parareal.inputs import PredictionProblem, prepare_problem
 from parapush.parareal.options import PararealOptions
@@ -346,7 +346,8 @@ class PararealSolver:
         elapsed_coarse = time.perf_counter() - started
         wall, count, mean_duration = clock.fine_calls[0]
         self._costs.record_fine(
-            wall_time=wall, rows=count, mean_duration=mean_duration, workers=self._workers
+            wall_time=wall, rows=count, mean_duration=mean_duration, workers=self._workers,
+            call_overhead=call_overhead_of(self._fine),
         )
         self._costs.record_coarse(wall_time=elapsed_coarse, steps=1)
 
@@ -656,7 +657,8 @@ class PararealSolver:
     ) -> None:
         for wall, count, mean_duration in clock.fine_calls:
             self._costs.record_fine(
-                wall_time=wall, rows=count, mean_duration=mean_duration, workers=self._workers
+                wall_time=wall, rows=count, mean_duration=mean_duration, workers=self._workers,
+                call_overhead=call_overhead_of(self._fine),
             )
         if clock.coarse_steps and options is not None:
             self._costs.record_coarse(wall_time=clock.coarse + clock.correction, steps=clock.coarse_steps)

@@ -7,7 +7,7 @@ the batch of next states; see :class:`parapush.physics.propagator.Propagator`.
 
 Modules: :mod:`~parapush.physics.propagator` (the contract), :mod:`~parapush.physics.mjcf`
 (scene -> MuJoCo model), :mod:`~parapush.physics.fine` (F and its settings),
-:mod:`~parapush.physics.backends` (serial, threads, processes),
+:mod:`~parapush.physics.backends` (serial, threads, processes, Ray actors),
 :mod:`~parapush.physics.coarse_analytical` (C), :mod:`~parapush.physics.projection`
 (Eq 9), :mod:`~parapush.physics.planar_geometry` (discs and rectangles),
 :mod:`~parapush.physics.table_support` (the off-table signal). Import from those modules.

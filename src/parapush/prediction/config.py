@@ -63,8 +63,12 @@ class ModelConfig:
         deadline: s of wall time per prediction; None: none.
         schedule: ``"auto"`` (the cost model picks), ``"parareal"`` or ``"sample_parallel"``
             (exact fine serially in time, sequences in parallel).
-        backend: fine execution backend: ``"serial"``, ``"threads"`` or ``"processes"``.
-        workers: fine workers; None: one per CPU core.
+        backend: fine execution backend: ``"serial"``, ``"threads"``, ``"processes"`` or ``"ray"``
+            (actors on a Ray cluster, :mod:`parapush.physics.backends.ray_actors`; needs the
+            ``ray`` extra).
+        workers: fine workers; None: one per CPU core (``ray``: per CPU of the cluster).
+        ray_address: the Ray cluster of ``backend: ray`` (its head, ``host:port``); None:
+            ``RAY_ADDRESS``, else a Ray cluster local to the process.
         project: apply the feasibility projection (ISRR Eq 9) to every corrected state.
         max_initial_overlap: m; initial states whose bodies overlap by more are refused,
             smaller overlaps (mocap noise) are projected away.
@@ -94,8 +98,10 @@ class ModelConfig:
     schedule: str = setting("auto", "Parareal or sample-parallel fine (auto: the cost model picks)",
                             choices=SCHEDULES)
     backend: str = setting("threads", "fine-model execution backend", choices=BACKEND_NAMES)
-    workers: int | None = setting(None, "fine workers (threads or processes)", kind=int, minimum=1, maximum=256,
-                                  none="one per CPU core", ros_none=0)
+    workers: int | None = setting(None, "fine workers (threads, processes or Ray actors)", kind=int, minimum=1,
+                                  maximum=256, none="one per CPU core (ray: per CPU of the cluster)", ros_none=0)
+    ray_address: str | None = setting(None, "Ray cluster head (host:port) for backend ray", kind=str,
+                                      none="RAY_ADDRESS, else a local Ray cluster", ros_none="")
     project: bool = setting(True, "project corrected states out of overlap (ISRR Eq 9)")
     max_initial_overlap: float = setting(0.005, "largest body overlap of an initial state that is projected away",
                                          unit="m", minimum=0.0, maximum=0.1)

@@ -98,7 +98,7 @@ class EngineStatistics:
         latency_p50, latency_p90, latency_p99: s over the recent window (0 when none).
         mean_iterations: mean Parareal iterations over the recent window.
         workers: configured fine workers; backend: its name.
-        worker_restarts: fine worker processes replaced so far (process backend).
+        worker_restarts: fine worker processes or Ray actors replaced so far.
         fidelity_reruns: fine segments run again at full fidelity so far (task-informed fidelity).
     """
 
@@ -157,7 +157,8 @@ class PredictionEngine:
         self.unavailable_coarse: dict[str, str] = {}
         self._load_learned(resolve)
         self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", ValueError)
-        self.backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers)
+        self.backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers,
+                                    ray_address=self.config.ray_address)
         # what the solvers run: the backend, managed when configured (the simulated world builds
         # its own full-fidelity FineModel; only predictions are managed) ...
         self.fidelity = resolve_fidelity(self.config.fidelity, len(scene.objects))
@@ -223,14 +224,14 @@ class PredictionEngine:
 
         Raises:
             RequestError: unknown object name.
-            PredictionError: the process backend (its workers hold their own models).
+            PredictionError: the process or Ray backend (its workers hold their own models).
         """
         if not isinstance(parameters, ObjectParameters):
             raise TypeError(f"parameters: expected ObjectParameters, got {type(parameters).__name__}")
-        if self.config.backend == "processes":
+        if self.config.backend in ("processes", "ray"):
             raise PredictionError(
-                "object parameters can only be changed with the 'threads' or 'serial' backend: the 'processes' "
-                "backend's workers each hold their own copy of the fine model"
+                f"object parameters can only be changed with the 'threads' or 'serial' backend: the "
+                f"'{self.config.backend}' backend's workers each hold their own copy of the fine model"
             )
         variants = self._variants(object_name)
         with self._lock.exclusive():  # never while a prediction reads the model
@@ -378,7 +379,7 @@ class PredictionEngine:
                 mean_iterations=iterations,
                 workers=int(self.backend.workers),
                 backend=self.config.backend,
-                worker_restarts=int(getattr(self.backend, "replaced_workers", 0)),  # process backend only
+                worker_restarts=int(getattr(self.backend, "replaced_workers", 0)),  # process and Ray backends
                 fidelity_reruns=self.fidelity_reruns,
             )
 

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from parapush.parareal.cost_estimate import CostEstimator
+from parapush.parareal.cost_estimate import CostEstimator, call_overhead_of
 from parapush.physics.backends.base import FineBackend
 from parapush.validation import check_integer
 
@@ -151,7 +151,8 @@ class FairFineScheduler:
             started = time.perf_counter()
             result = np.asarray(self.backend.propagate(turn.states[rows], turn.controls[rows], durations))
             self.cost_estimator.record_fine(wall_time=time.perf_counter() - started, rows=len(durations),
-                                            mean_duration=float(np.mean(durations)), workers=self.workers)
+                                            mean_duration=float(np.mean(durations)), workers=self.workers,
+                                            call_overhead=call_overhead_of(self.backend))
         except BaseException as raised:  # noqa: BLE001 - handed to the call's own thread
             error = raised
         finally:

@@ -43,19 +43,23 @@ class WorkerError(RuntimeError):
     """A worker process died or failed and the call could not be completed."""
 
 
-def _simulate_chunk(
+def simulate_chunk(
     fine_model: FineModel, runner: mujoco.rollout.Rollout, datas: dict[str, mujoco.MjData],
     physics: np.ndarray, controls: np.ndarray, steps: np.ndarray, dynamic: np.ndarray | None,
+    row_models: list[mujoco.MjModel] | None = None,
 ) -> np.ndarray:
     """Simulate a chunk of segments with single-threaded rollout, grouped by step count
-    (``dynamic``: (M, n) bool per row for the fidelity variants, or None)."""
+    (``dynamic``: (M, n) bool per row for the fidelity variants, or None; ``row_models``: (M,)
+    per-row variants of the fine model's ``mj_model`` of the same sizes, or None). Shared by
+    the worker processes and the Ray actors (:mod:`parapush.physics.backends.ray_actors`)."""
     result = physics.copy()
     for step_count in np.unique(steps):
         rows = np.flatnonzero(steps == step_count)
         count = rows.size
         control = np.ascontiguousarray(np.broadcast_to(controls[rows, None, :], (count, int(step_count), 2)))
         if dynamic is None:
-            models, data = fine_model.mj_model, datas["full"]
+            models = fine_model.mj_model if row_models is None else [row_models[row] for row in rows]
+            data = datas["full"]
         else:
             models = fine_model.fidelity_models(dynamic[rows])
             if "fidelity" not in datas:
@@ -67,6 +71,17 @@ def _simulate_chunk(
         )
         result[rows] = trajectory[:, -1, :]
     return result
+
+
+def split_by_steps(rows: np.ndarray, steps: np.ndarray, parts: int) -> list[np.ndarray]:
+    """Split ``rows`` into at most ``parts`` consecutive chunks of about equal total step count
+    (``steps``: (M,) step count of every row of the batch)."""
+    if rows.size == 0:
+        return []
+    cost = np.cumsum(steps[rows], dtype=np.float64)
+    parts = min(parts, rows.size)
+    bounds = np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts, side="left") + 1
+    return [chunk for chunk in np.split(rows, bounds) if chunk.size]
 
 
 def _worker_main(connection: multiprocessing.connection.Connection, scene: Scene, settings: FineSettings) -> None:
@@ -88,7 +103,7 @@ def _worker_main(connection: multiprocessing.connection.Connection, scene: Scene
             return
         _, task_id, physics, controls, steps, dynamic = message
         try:
-            result = _simulate_chunk(fine_model, runner, datas, physics, controls, steps, dynamic)
+            result = simulate_chunk(fine_model, runner, datas, physics, controls, steps, dynamic)
             connection.send(("done", task_id, result))
         except Exception:
             connection.send(("error", task_id, traceback.format_exc()))
@@ -213,20 +228,11 @@ class ProcessBackend:
             if self._closed:
                 raise RuntimeError("ProcessBackend: propagate called after close()")
             self._ensure_alive()
-            chunks = [_Chunk(rows) for rows in self._split(valid_rows, steps)]
+            chunks = [_Chunk(rows) for rows in split_by_steps(valid_rows, steps, self.workers)]
             self._run(chunks, physics, controls, steps, dynamic)
         for chunk in chunks:
             physics[chunk.rows] = chunk.result
         return model.from_physics_state(physics)
-
-    def _split(self, rows: np.ndarray, steps: np.ndarray) -> list[np.ndarray]:
-        """Split rows into at most ``workers`` chunks of about equal total step count."""
-        if rows.size == 0:
-            return []
-        cost = np.cumsum(steps[rows], dtype=np.float64)
-        parts = min(self.workers, rows.size)
-        bounds = np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts, side="left") + 1
-        return [chunk for chunk in np.split(rows, bounds) if chunk.size]
 
     def _run(
         self, chunks: list[_Chunk], physics: np.ndarray, controls: np.ndarray, steps: np.ndarray,

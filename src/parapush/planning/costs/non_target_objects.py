@@ -7,20 +7,20 @@ is pushed off the table or into the goal region. This term penalises
   to x_N (m^2), and
 - pushing them into the goal region: ``goal_entry_cost`` (in the same m^2 units) for
   each non-target object whose centre is inside the goal region at some state x_1..x_N,
-- and approaching it: within the *margin band* r < d <= r + ``goal_entry_margin`` (m,
-  default 0: no band), a charge that grows linearly from 0 at the band's outer edge to
-  ``goal_margin_cost`` at the goal's edge, with d_i = min_n |c_i(n) - g|::
+- and into a *margin band* around it: with ``goal_entry_margin`` = m > 0, another
+  ``goal_entry_cost`` for each non-target object that starts outside the goal grown by m
+  (at x_0) and is inside it at some state x_1..x_N::
 
-    J_other = sum_{i != target} ||c_i(N) - c_i(0)||^2 + goal_entry_cost * 1[d_i <= r]
-              + goal_margin_cost * clip((r + margin - d_i) / margin, 0, 1)
+    d_i = min_{n >= 1} |c_i(n) - g|
+    J_other = sum_{i != target} ||c_i(N) - c_i(0)||^2 + goal_entry_cost * (1[d_i <= r]
+              + 1[|c_i(0) - g| > r + m and d_i <= r + m])
 
   The band keeps planned paths away from the goal's edge when predictions are uncertain
-  (a coarse model beyond the first control, push noise). It is graded, not a constant charge
-  for the grown goal: with a constant, an object already in the band costs every plan the
-  same (no plan is told to keep it from going deeper, so it was pushed into the goal), and
-  tasks whose only solutions leave another object a few cm outside the goal (the target in
-  the goal pushes its neighbours there) looked as bad as putting it in the goal: the realtime
-  planner failed all seeds of such a scene (``new_clutter_1``) that the ISRR planner solved.
+  (a coarse model beyond the first control, push noise). It charges *entering* the band,
+  not being in it: charging every object inside the grown goal made each plan pay the same
+  once an object was in the band (pushing it on into the goal cost nothing more: the
+  realtime planner failed a held-out scene, ``new_clutter_1``, that way), and a graded charge
+  across the band walled off tasks whose target must pass an object already in the band.
 
 Dropping them is charged by :mod:`~parapush.planning.costs.off_table`, which covers
 every object. With a single object the term is 0.
@@ -48,13 +48,12 @@ class NonTargetObjects:
         goal_radius: m.
         weight: overall weight.
         goal_entry_cost: m^2-equivalent charge per non-target object entering the goal.
-        goal_entry_margin: m, width of the margin band around the goal (0: none).
-        goal_margin_cost: m^2-equivalent charge at the goal's edge, falling linearly to 0 at
-            the band's outer edge.
+        goal_entry_margin: m, width of the margin band around the goal whose entry is charged
+            too (0: none).
     """
 
     name: ClassVar[str] = "non_target_objects"
-    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "goal_entry_cost", "goal_entry_margin", "goal_margin_cost")
+    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "goal_entry_cost", "goal_entry_margin")
 
     layout: StateLayout
     target_index: int
@@ -63,20 +62,13 @@ class NonTargetObjects:
     weight: float = 1.0
     goal_entry_cost: float = 1.0
     goal_entry_margin: float = 0.0
-    goal_margin_cost: float = 0.0
 
     def __post_init__(self) -> None:
-        check_term_fields(self, "weight", "goal_entry_cost", "goal_entry_margin", "goal_margin_cost")
+        check_term_fields(self, "weight", "goal_entry_cost", "goal_entry_margin")
 
     @classmethod
     def from_scene(
-        cls,
-        scene: Scene,
-        *,
-        weight: float = 1.0,
-        goal_entry_cost: float = 1.0,
-        goal_entry_margin: float = 0.0,
-        goal_margin_cost: float = 0.0,
+        cls, scene: Scene, *, weight: float = 1.0, goal_entry_cost: float = 1.0, goal_entry_margin: float = 0.0
     ) -> NonTargetObjects:
         return cls(
             layout=scene.layout,
@@ -86,7 +78,6 @@ class NonTargetObjects:
             weight=weight,
             goal_entry_cost=goal_entry_cost,
             goal_entry_margin=goal_entry_margin,
-            goal_margin_cost=goal_margin_cost,
         )
 
     @property
@@ -102,9 +93,12 @@ class NonTargetObjects:
         displacement = centres[:, -1] - centres[:, 0]
         total = np.einsum("smk,smk->s", displacement, displacement)
         if self.goal_center is not None:
-            closest = np.min(np.linalg.norm(centres[:, 1:] - np.asarray(self.goal_center), axis=-1), axis=1)  # (S, m)
-            total = total + self.goal_entry_cost * np.count_nonzero(closest <= self.goal_radius, axis=1)
+            goal = np.asarray(self.goal_center)
+            closest = np.min(np.linalg.norm(centres[:, 1:] - goal, axis=-1), axis=1)  # (S, m)
+            entered = closest <= self.goal_radius
             if self.goal_entry_margin > 0:
-                depth = (self.goal_radius + self.goal_entry_margin - closest) / self.goal_entry_margin
-                total = total + self.goal_margin_cost * np.clip(depth, 0.0, 1.0).sum(axis=1)
+                grown = self.goal_radius + self.goal_entry_margin
+                started_outside = np.linalg.norm(centres[:, 0] - goal, axis=-1) > grown
+                entered = entered.astype(int) + (started_outside & (closest <= grown))
+            total = total + self.goal_entry_cost * np.sum(entered, axis=1)
         return total

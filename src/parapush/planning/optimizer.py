@@ -31,11 +31,9 @@ One iteration i:
    (u*, C*) is what :meth:`optimize` returns. If no sequence of iteration i beat C*
    (the update went uphill), the next iteration restarts from u* instead of the update.
 
-The loop stops after ``max_iterations`` iterations, before an iteration that would
-end after ``time_budget`` (predicted from the longest iteration so far), or, with a
-``convergence_tolerance``, once the last two iterations lowered C* by no more than that
-fraction of it (a warm-started search is often converged after a few iterations); at
-least one iteration always runs. With nu = 1e-4, S = 20, N = 4 and 1 s controls this is the
+The loop stops after ``max_iterations`` iterations, or before an iteration that would
+end after ``time_budget`` (predicted from the longest iteration so far); at least one
+iteration always runs. With nu = 1e-4, S = 20, N = 4 and 1 s controls this is the
 configuration of the ISRR experiments.
 """
 
@@ -84,8 +82,6 @@ class OptimizerSettings:
         max_speed: m/s, largest speed of any control (controls are scaled down to it).
         max_iterations: iterations per optimization (each is one predict call).
         time_budget: s of wall time per optimization, or None for no limit.
-        convergence_tolerance: stop once two iterations lowered the best cost by no more
-            than this fraction of it; None: never (the ISRR planner's fixed count).
         step_size: alpha, multiplies the weighted perturbation in the update.
         sensitivity: h, sharpness of the cost weighting (0: plain average).
         seed: seed of the noise generator when none is given to the optimizer.
@@ -98,7 +94,6 @@ class OptimizerSettings:
     max_speed: float = 0.1
     max_iterations: int = 10
     time_budget: float | None = None
-    convergence_tolerance: float | None = None
     step_size: float = 1.0
     sensitivity: float = 10.0
     seed: int | None = 0
@@ -106,7 +101,7 @@ class OptimizerSettings:
     def __post_init__(self) -> None:
         check_fields(self, partial(check_integer, minimum=1), "samples", "horizon", "max_iterations")
         check_fields(self, check_positive, "exploration_variance", "control_duration", "max_speed", "step_size")
-        check_fields(self, check_optional_positive, "time_budget", "convergence_tolerance")
+        check_fields(self, check_optional_positive, "time_budget")
         check_fields(self, check_non_negative, "sensitivity")
         if self.seed is not None and (
             isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))
@@ -131,7 +126,7 @@ class OptimizationResult:
         cost_history: (iterations,) best cost after each iteration (non-increasing).
         time: s of wall time of the optimization.
         unstable_samples: rolled-out sequences whose prediction was non-finite.
-        stop_reason: ``"iterations"``, ``"time_budget"`` or ``"converged"``.
+        stop_reason: ``"iterations"`` or ``"time_budget"``.
         cost_terms: weighted value of each cost term for the returned sequence (when the
             cost offers ``breakdown``).
     """
@@ -246,11 +241,6 @@ class StochasticTrajectoryOptimizer:
                 if elapsed + longest_iteration > settings.time_budget:
                     stop_reason = "time_budget"
                     break
-            if settings.convergence_tolerance is not None and len(history) >= 3 and (
-                history[-3] - history[-1] <= settings.convergence_tolerance * abs(history[-3])
-            ):
-                stop_reason = "converged"
-                break
             noise = self.rng.normal(0.0, noise_scale, size=(settings.samples, settings.horizon, 2))
             candidates = np.concatenate([current[None], clip_to_speed(current + noise, settings.max_speed)])
             perturbations = candidates - current

@@ -34,6 +34,11 @@ the machine is shared.
     python bench/realtime_mpc.py --quick          # bench/results/realtime_mpc_quick.json
     python bench/realtime_mpc.py                  # bench/results/realtime_mpc.json
     python bench/realtime_mpc.py --planners realtime --scenes clutter_1 --seeds 0
+    python bench/realtime_mpc.py --quick --reference   # bench/reference/realtime_mpc_quick.json
+
+``--reference`` stores the figures the README quotes (:func:`readme_figures`) in
+``bench/reference/realtime_mpc[_quick].json`` (``bench/reference.py``); it needs the default
+scenes, planners and seeds.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from parapush.sim.world import SimWorld, WorldSettings
 from parapush.sim.world_physics import SimWorldPhysics
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reference as bench_reference  # noqa: E402
 from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
 from parareal_common import RESULTS, environment, format_table  # noqa: E402
 from parareal_common import _jsonable as jsonable  # noqa: E402
@@ -277,6 +283,22 @@ def table(rows: list[dict]) -> str:
     return format_table(headers, body)
 
 
+def readme_figures(rows: list[dict], runs: list[dict], minutes: float, load_after: list[float]) -> dict:
+    """The README's figures: per planner and scene kind (``<planner>_<kind>_<figure>``, the
+    planner's ``-`` as ``_``) successes, runs, replan_p50_s, replan_p95_s, task_over_execution;
+    the run's length in minutes and the 1-minute load average's range over the runs."""
+    figures: dict[str, float] = {}
+    for row in rows:
+        if row["scene_kind"] == "all":
+            continue
+        prefix = f"{row['planner'].replace('-', '_')}_{row['scene_kind']}"
+        for name in ("successes", "runs", "replan_p50_s", "replan_p95_s", "task_over_execution"):
+            figures[f"{prefix}_{name}"] = row[name]
+    loads = [run["load_average_before"] for run in runs] + [load_after[0]]
+    figures.update(benchmark_minutes=minutes, load_min=min(loads), load_max=max(loads))
+    return figures
+
+
 def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
@@ -292,7 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--planners", nargs="+", choices=PLANNERS, default=list(PLANNERS))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
     parser.add_argument("--output", help="results name (default realtime_mpc[_quick])")
+    bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
+    if args.reference and (args.scenes or args.output or args.planners != list(PLANNERS) or args.seeds != list(SEEDS)):
+        parser.error("--reference: run the default scenes, planners and seeds (drop --scenes/--planners/--seeds/"
+                     "--output)")
+    load_before = bench_reference.load_average()
     config = load_planner_config(PLANNER_CONFIG)
     paths = all_scene_paths()
     names = args.scenes or (list(QUICK_SCENES) if args.quick else list(paths))
@@ -352,6 +379,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     path.write_text(json.dumps(jsonable(payload), indent=1) + "\n")
     print(f"wrote {path}")
+    minutes = payload["benchmark_wall_time"] / 60.0
+    bench_reference.write_figures(
+        "realtime_mpc", readme_figures(rows, runs, minutes, bench_reference.load_average()),
+        reference=args.reference, load_before=load_before, quick=args.quick,
+    )
     return 0
 
 

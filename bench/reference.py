@@ -12,7 +12,8 @@ model), the command and the load average before and after the run::
 Without ``--reference`` it goes to ``bench/results/<bench>.figures.json`` (ignored by git);
 with ``--reference`` to ``bench/reference/<bench>.json``, which is committed and which
 ``test/unit/test_readme_figures.py`` compares with the README's text. A ``--quick`` run
-cannot be a reference.
+is stored under its own name, ``<bench>_quick.json`` (with ``"quick": true``), for a README
+that quotes the quick run as such; it never stands in for the full run's file.
 """
 
 from __future__ import annotations
@@ -91,19 +92,18 @@ def write_figures(
         figures: the numbers the README quotes, in the units their names say.
         reference: True: to ``bench/reference/<bench>.json``; False: ``bench/results/<bench>.figures.json``.
         load_before: :func:`load_average` taken when the bench started.
-        quick: the run was reduced (``--quick``); refused as a reference.
+        quick: the run was reduced (``--quick``): stored as ``<bench>_quick``.
 
     Returns:
         The path written.
     """
-    if reference and quick:
-        raise ValueError(f"{bench}: a --quick run cannot be the README's reference (drop --quick)")
     for name, value in figures.items():
         values = value if isinstance(value, (list, tuple)) else [value]
         if not all(isinstance(item, (int, float)) and not isinstance(item, bool) for item in values):
             raise ValueError(f"figures.{name}: expected a number or a list of numbers, got {value!r}")
     payload = {
         "bench": bench,
+        "quick": bool(quick),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join(["python", f"bench/{bench}.py", *sys.argv[1:]]),
         "machine": machine(),
@@ -112,7 +112,8 @@ def write_figures(
     }
     folder = REFERENCE if reference else RESULTS
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / (f"{bench}.json" if reference else f"{bench}.figures.json")
+    name = f"{bench}_quick" if quick else bench
+    path = folder / (f"{name}.json" if reference else f"{name}.figures.json")
     path.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"wrote {path} (load average before {load_before}, after {payload['load_average']['after']})")
     return path

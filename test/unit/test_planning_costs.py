@@ -170,15 +170,24 @@ def test_non_target_objects_displacement_and_goal_entry() -> None:
     np.testing.assert_allclose(term.evaluate(trajectories, controls), [0.05**2, 2.0 + 0.03**2, 0.0])
 
 
-def test_non_target_objects_goal_entry_margin_grows_the_goal_for_the_entry_charge() -> None:
+def test_non_target_objects_goal_entry_margin_charges_entering_the_band_and_the_goal() -> None:
     scene = tiny_scene(goal=(0.15, 0.05), goal_radius=0.05, others=((0.0, 0.2),))
-    trajectories, controls = static_batch(scene, initial_state(scene), samples=2)
+    trajectories, controls = static_batch(scene, initial_state(scene), samples=5)
     start = scene.layout.object_pose(1).start
-    trajectories[:, 2, start : start + 2] = (0.15, 0.05 + 0.065)  # 15 mm outside the goal at one state
-    trajectories[:, 3:, start : start + 2] = (0.0, 0.2)  # back where it started
-    assert NonTargetObjects.from_scene(scene).evaluate(trajectories, controls)[0] == 0.0
+    band, inside = (0.15, 0.05 + 0.065), (0.15, 0.05 + 0.04)  # 15 mm outside the goal; inside it
+    trajectories[0, 2, start : start + 2] = band  # from outside into the band
+    trajectories[1, 2, start : start + 2] = inside  # from outside into the goal (through the band)
+    trajectories[2, :, start : start + 2] = band  # stays in the band it started in
+    trajectories[3, :2, start : start + 2] = band  # from the band ...
+    trajectories[3, 2:, start : start + 2] = inside  # ... into the goal
+    # sample 4 stays where it started, far from the goal
+    displaced = 0.025**2  # sample 3 ends 25 mm from where it started; the others where they started
     np.testing.assert_allclose(
-        NonTargetObjects.from_scene(scene, goal_entry_margin=0.02).evaluate(trajectories, controls), [1.0, 1.0]
+        NonTargetObjects.from_scene(scene).evaluate(trajectories, controls), [0.0, 1.0, 0.0, 1.0 + displaced, 0.0]
+    )
+    np.testing.assert_allclose(
+        NonTargetObjects.from_scene(scene, goal_entry_margin=0.02).evaluate(trajectories, controls),
+        [1.0, 2.0, 0.0, 1.0 + displaced, 0.0],
     )
 
 

@@ -50,6 +50,17 @@ class SlippingPropagator(GluedPropagator):
         return after
 
 
+class DraggingPropagator(GluedPropagator):
+    """The glued model, and object 1 dragged along with the target (two objects move)."""
+
+    def propagate(self, states, controls, durations):
+        before = np.array(states, dtype=float)
+        after = super().propagate(states, controls, durations)
+        target, other = self.layout.object_pose(self.target_index).start, self.layout.object_pose(1).start
+        after[:, other : other + 2] += after[:, target : target + 2] - before[:, target : target + 2]
+        return after
+
+
 def make_planner(scene, *, seed=0, **settings):
     optimizer = StochasticTrajectoryOptimizer(OptimizerSettings(samples=10, max_iterations=4, seed=seed))
     return MultiFidelityPlanner(optimizer, glued_model(scene), MultiFidelitySettings(**settings))
@@ -208,3 +219,31 @@ def test_preset_cost_overrides_merge_into_the_configured_costs_without_changing_
     assert merged["non_target_objects"] == {**config.costs["non_target_objects"], "goal_entry_margin": 0.03}
     assert "goal_entry_margin" not in config.costs["non_target_objects"]
     assert planner_preset("isrr2019").costs(config.costs) == {k: dict(v) for k, v in config.costs.items()}
+
+
+@pytest.mark.parametrize("coarse_moves_two", [False, True])
+def test_elites_whose_coarse_prediction_moves_two_objects_are_corrected_over_the_horizon(coarse_moves_two) -> None:
+    scene = tiny_scene(others=((0.1, -0.3),))
+    state = initial_state(scene)
+    corrector = PropagatorRollout(SlippingPropagator(scene.layout, gain=0.5, angle=0.3))
+    coarse = PropagatorRollout((DraggingPropagator if coarse_moves_two else GluedPropagator)(scene.layout))
+    cost = CostFunction.from_config(scene, GOAL_ONLY)
+    optimizer = StochasticTrajectoryOptimizer(OptimizerSettings(samples=10, max_iterations=4, seed=0))
+    settings = MultiFidelitySettings(corrected_controls=1, contact_corrected_controls=None, rounds=1)
+    result = MultiFidelityPlanner(optimizer, coarse, settings).optimize(
+        state, np.tile([0.05, 0.0], (4, 1)), corrector, cost
+    )
+    full = corrector.predict(state, result.controls[None], np.ones(4))[0]
+    head_then_coarse = np.concatenate(
+        [full[:2], coarse.predict(full[1], result.controls[None, 1:], np.ones(3))[0][1:]]
+    )
+    np.testing.assert_allclose(result.trajectory, full if coarse_moves_two else head_then_coarse)
+    assert not np.allclose(full, head_then_coarse)  # the two cases differ
+
+
+def test_contact_correction_settings_are_validated() -> None:
+    assert MultiFidelitySettings().contact_corrected_controls == 0  # off unless asked for
+    with pytest.raises(ValueError, match="contact_corrected_controls"):
+        MultiFidelitySettings(contact_corrected_controls=-1)
+    with pytest.raises(ValueError, match="contact_displacement"):
+        MultiFidelitySettings(contact_displacement=-0.01)

@@ -156,6 +156,33 @@ FIGURES = (
         (".3f", ".3f", ".2f", ".1f") * 4,
     ),
     Figure(
+        "`--quick` ({} min, load {}-{}; `bench/reference/realtime_mpc_quick.json`): `realtime` re-planned in "
+        "p50/p95 {}/{} s (obstacle) and {}/{} s (clutter), task time / execution time {} and {}, and succeeded "
+        "{}/{} obstacle and {}/{} clutter runs; `isrr2019` with the fine model {}/{} and {}/{}",
+        "realtime_mpc_quick",
+        (
+            "benchmark_minutes",
+            "load_min",
+            "load_max",
+            "realtime_obstacle_replan_p50_s",
+            "realtime_obstacle_replan_p95_s",
+            "realtime_clutter_replan_p50_s",
+            "realtime_clutter_replan_p95_s",
+            "realtime_obstacle_task_over_execution",
+            "realtime_clutter_task_over_execution",
+            "realtime_obstacle_successes",
+            "realtime_obstacle_runs",
+            "realtime_clutter_successes",
+            "realtime_clutter_runs",
+            "isrr2019_fine_obstacle_successes",
+            "isrr2019_fine_obstacle_runs",
+            "isrr2019_fine_clutter_successes",
+            "isrr2019_fine_clutter_runs",
+        ),
+        (".1f", ".1f", ".1f", ".3f", ".3f", ".3f", ".3f", ".3f", ".3f", ".0f", ".0f", ".0f", ".0f", ".0f", ".0f",
+         ".0f", ".0f"),
+    ),
+    Figure(
         "(a disc slid {} / {} / {} mm at 0 / 22.5 / 45 deg)",
         "fine_model_defaults",
         ("pyramidal_disc_stopping_mm[0]", "pyramidal_disc_stopping_mm[1]", "pyramidal_disc_stopping_mm[2]"),
@@ -179,7 +206,9 @@ def figure_value(figures: dict, name: str) -> float:
 def expected_phrase(figure: Figure) -> str:
     path = REFERENCE / f"{figure.bench}.json"
     if not path.exists():
-        pytest.fail(f"{path.relative_to(ROOT)} is missing: run python bench/{figure.bench}.py --reference")
+        bench, quick = figure.bench.removesuffix("_quick"), figure.bench.endswith("_quick")
+        pytest.fail(f"{path.relative_to(ROOT)} is missing: run python bench/{bench}.py --reference"
+                    + (" --quick" if quick else ""))
     reference = json.loads(path.read_text())
     cells = []
     for name, form in zip(figure.names, figure.formats, strict=True):
@@ -198,13 +227,15 @@ def test_readme_figure_matches_its_reference(figure: Figure) -> None:
 @pytest.mark.parametrize("path", sorted(REFERENCE.glob("*.json")), ids=lambda path: path.name)
 def test_reference_files_say_where_they_came_from(path: Path) -> None:
     reference = json.loads(path.read_text())
-    assert reference["bench"] == path.stem
-    assert reference["command"].startswith(f"python bench/{path.stem}.py")
-    assert "--reference" in reference["command"].split() and "--quick" not in reference["command"].split()
+    quick = reference.get("quick", False)
+    assert reference["bench"] + ("_quick" if quick else "") == path.stem
+    assert reference["command"].startswith(f"python bench/{reference['bench']}.py")
+    assert "--reference" in reference["command"].split()
+    assert ("--quick" in reference["command"].split()) == quick
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", reference["date"])
     assert reference["machine"]["nproc"] >= 1 and reference["machine"]["cpu_model"]
     assert len(reference["load_average"]["before"]) == 3 and len(reference["load_average"]["after"]) == 3
-    assert (ROOT / "bench" / f"{path.stem}.py").exists()
+    assert (ROOT / "bench" / f"{reference['bench']}.py").exists()
 
 
 def test_every_reference_file_is_quoted() -> None:

@@ -96,6 +96,12 @@ class MultiFidelitySettings:
             (the coarse model continues from its state for the rest of the horizon); None: all.
             The MPC executes only the first control before re-planning, so the near future
             needs the accuracy; m < N divides the corrector's cost by N / m.
+        contact_corrected_controls: controls the corrector predicts for an elite whose coarse
+            prediction moves two or more objects (multi-object contact, where the coarse
+            model is least accurate); None: all; 0 (default): no deeper correction. Used only
+            when larger than ``corrected_controls``.
+        contact_displacement: m; an object whose centre moves more than this over an elite's
+            coarse prediction counts as moved.
     """
 
     elites: int = 4
@@ -104,13 +110,18 @@ class MultiFidelitySettings:
     mismatch_tolerance: float = 0.2
     min_elite_distance: float = 1e-3
     corrected_controls: int | None = None
+    contact_corrected_controls: int | None = 0
+    contact_displacement: float = 0.005
 
     def __post_init__(self) -> None:
-        value = self.corrected_controls
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-            raise ValueError(f"corrected_controls: expected an integer >= 1 or None, got {value!r}")
+        for name, minimum in (("corrected_controls", 1), ("contact_corrected_controls", 0)):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum
+            ):
+                raise ValueError(f"{name}: expected an integer >= {minimum} or None, got {value!r}")
         check_fields(self, partial(check_integer, minimum=1), "elites", "rounds", "refine_iterations")
-        check_fields(self, check_non_negative, "mismatch_tolerance", "min_elite_distance")
+        check_fields(self, check_non_negative, "mismatch_tolerance", "min_elite_distance", "contact_displacement")
 
 
 @dataclass(frozen=True)
@@ -343,7 +354,7 @@ class MultiFidelityPlanner:
             if elites.size == 0:
                 break
             correction_started = time.perf_counter()
-            corrected = self._correct(model, initial_state, controls[elites], durations)
+            corrected = self._correct(model, initial_state, controls[elites], durations, trajectories[elites])
             correction_time += time.perf_counter() - correction_started
             valid = is_finite_trajectory(corrected)
             unstable += int(np.count_nonzero(~valid))
@@ -411,31 +422,53 @@ class MultiFidelityPlanner:
 
 
     def _correct(
-        self, model: PredictiveModel, initial_state: np.ndarray, controls: np.ndarray, durations: np.ndarray
+        self,
+        model: PredictiveModel,
+        initial_state: np.ndarray,
+        controls: np.ndarray,
+        durations: np.ndarray,
+        coarse_trajectories: np.ndarray,
     ) -> np.ndarray:
-        """Corrected trajectories (E, N+1, D): the corrector for the first ``corrected_controls``
-        controls, then the coarse model from the corrector's state."""
+        """Corrected trajectories (E, N+1, D): the corrector for the leading controls of each
+        elite (``corrected_controls``, or ``contact_corrected_controls`` where its coarse
+        prediction ``coarse_trajectories`` (E, N+1, D) moves two or more objects), then the
+        coarse model from the corrector's state; one corrector call per depth."""
         samples, horizon = controls.shape[:2]
         dimension = initial_state.shape[0]
-        leading = self.multifidelity.corrected_controls
-        if leading is None or leading >= horizon:
-            return check_trajectories(
-                model.predict(initial_state, controls, durations), samples, horizon, dimension, "corrector"
-            )
-        head = check_trajectories(
-            model.predict(initial_state, controls[:, :leading], durations[:leading]),
-            samples,
-            leading,
-            dimension,
-            "corrector",
-        )
+        settings = self.multifidelity
+        depths = np.full(samples, horizon if settings.corrected_controls is None else min(settings.corrected_controls,
+                                                                                            horizon))
+        contact_depth = horizon if settings.contact_corrected_controls is None else min(
+            settings.contact_corrected_controls, horizon)
+        if contact_depth > depths.max():
+            depths[_moved_objects(coarse_trajectories, settings.contact_displacement) >= 2] = contact_depth
         trajectories = np.full((samples, horizon + 1, dimension), np.nan)
-        trajectories[:, : leading + 1] = head
-        for row in range(samples):
-            if np.all(np.isfinite(head[row, leading])):
-                tail = self.coarse.predict(head[row, leading], controls[row : row + 1, leading:], durations[leading:])
-                trajectories[row, leading + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
+        for leading in np.unique(depths):
+            rows = np.flatnonzero(depths == leading)
+            head = check_trajectories(
+                model.predict(initial_state, controls[rows, :leading], durations[:leading]),
+                rows.size,
+                int(leading),
+                dimension,
+                "corrector",
+            )
+            trajectories[rows, : leading + 1] = head
+            if leading == horizon:
+                continue
+            for row, start in zip(rows, head[:, leading], strict=True):
+                if np.all(np.isfinite(start)):
+                    tail = self.coarse.predict(start, controls[row : row + 1, leading:], durations[leading:])
+                    trajectories[row, leading + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
         return trajectories
+
+
+def _moved_objects(trajectories: np.ndarray, displacement: float) -> np.ndarray:
+    """(E,) how many objects of each trajectory (E, N+1, D) get farther than ``displacement``
+    (m) from where they started at some state (non-finite states count as not moved)."""
+    layout = StateLayout((trajectories.shape[-1] - 4) // 6)
+    centres = layout.poses(trajectories)[..., :2]  # (E, N+1, n, 2)
+    moved = np.linalg.norm(centres - centres[:, :1], axis=-1) > displacement  # NaN compares False
+    return np.count_nonzero(np.any(moved, axis=1), axis=1)
 
 
 def _costs(

@@ -6,13 +6,21 @@ is pushed off the table or into the goal region. This term penalises
 - moving them: the squared displacement of each non-target object's centre from x_0
   to x_N (m^2), and
 - pushing them into the goal region: ``goal_entry_cost`` (in the same m^2 units) for
-  each non-target object whose centre is inside the goal region grown by
-  ``goal_entry_margin`` (m, default 0) at some state x_1..x_N::
+  each non-target object whose centre is inside the goal region at some state x_1..x_N,
+- and into a *margin band* around it: with ``goal_entry_margin`` = m > 0, another
+  ``goal_entry_cost`` for each non-target object that starts outside the goal grown by m
+  (at x_0) and is inside it at some state x_1..x_N::
 
-    J_other = sum_{i != target} ||c_i(N) - c_i(0)||^2 + goal_entry_cost * 1[exists n: |c_i(n) - g| <= r + margin]
+    d_i = min_{n >= 1} |c_i(n) - g|
+    J_other = sum_{i != target} ||c_i(N) - c_i(0)||^2 + goal_entry_cost * (1[d_i <= r]
+              + 1[|c_i(0) - g| > r + m and d_i <= r + m])
 
-  The margin keeps planned paths away from the goal's edge when predictions are uncertain
-  (a coarse model beyond the first control, push noise).
+  The band keeps planned paths away from the goal's edge when predictions are uncertain
+  (a coarse model beyond the first control, push noise). It charges *entering* the band,
+  not being in it: charging every object inside the grown goal made each plan pay the same
+  once an object was in the band (pushing it on into the goal cost nothing more: the
+  realtime planner failed a held-out scene, ``new_clutter_1``, that way), and a graded charge
+  across the band walled off tasks whose target must pass an object already in the band.
 
 Dropping them is charged by :mod:`~parapush.planning.costs.off_table`, which covers
 every object. With a single object the term is 0.
@@ -31,7 +39,7 @@ from parapush.scene import Scene, StateLayout
 
 @dataclass(frozen=True)
 class NonTargetObjects:
-    """Displacement of the non-target objects plus a constant per object entering the goal.
+    """Displacement of the non-target objects plus a charge per object entering or nearing the goal.
 
     Attributes:
         layout: state layout of the scene.
@@ -40,7 +48,8 @@ class NonTargetObjects:
         goal_radius: m.
         weight: overall weight.
         goal_entry_cost: m^2-equivalent charge per non-target object entering the goal.
-        goal_entry_margin: m, the goal region is grown by this for the entry charge.
+        goal_entry_margin: m, width of the margin band around the goal whose entry is charged
+            too (0: none).
     """
 
     name: ClassVar[str] = "non_target_objects"
@@ -84,7 +93,12 @@ class NonTargetObjects:
         displacement = centres[:, -1] - centres[:, 0]
         total = np.einsum("smk,smk->s", displacement, displacement)
         if self.goal_center is not None:
-            distance = np.linalg.norm(centres[:, 1:] - np.asarray(self.goal_center), axis=-1)
-            entered = np.any(distance <= self.goal_radius + self.goal_entry_margin, axis=1)  # (S, m)
-            total = total + self.goal_entry_cost * entered.sum(axis=1)
+            goal = np.asarray(self.goal_center)
+            closest = np.min(np.linalg.norm(centres[:, 1:] - goal, axis=-1), axis=1)  # (S, m)
+            entered = closest <= self.goal_radius
+            if self.goal_entry_margin > 0:
+                grown = self.goal_radius + self.goal_entry_margin
+                started_outside = np.linalg.norm(centres[:, 0] - goal, axis=-1) > grown
+                entered = entered.astype(int) + (started_outside & (closest <= grown))
+            total = total + self.goal_entry_cost * np.sum(entered, axis=1)
         return total

@@ -228,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             **{f"pushes_over_2mm_{count}": row["pushes_over_max_target"] for count, row in by_objects.items()},
             **{f"chaos_pushes_over_2mm_{count}": row["chaos_pushes_over_max_target"]
                for count, row in by_objects.items()},
+            **{f"worst_push_chaos_mm_{count}": row["worst_push_chaos_mm"] for count, row in by_objects.items()},
             "reruns": sum(row["reruns"] for row in summary),
             "parareal_k1_full_s": latency["median_s"]["full"],
             "parareal_k1_managed_s": latency["median_s"]["task_informed"],

@@ -57,7 +57,8 @@ FIDELITIES = ("auto", "full", "task_informed")
 """``auto``: ``task_informed`` for scenes of at least :data:`AUTO_MIN_OBJECTS` objects, else ``full``."""
 AUTO_MIN_OBJECTS = 8
 """The crossover measured by ``bench/fidelity_management.py``: management cost the same as full
-fidelity at 1 and 4 objects (0.98x, 1.04x) and paid from 8 objects on (2.4-2.7x at 8-32)."""
+fidelity at 1 and 4 objects (0.99x, 1.08x) and paid from 8 objects on (2.5x / 3.2x / 3.2x at
+8 / 16 / 32)."""
 
 
 def resolve_fidelity(fidelity: str, object_count: int) -> str:

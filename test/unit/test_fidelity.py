@@ -251,3 +251,23 @@ def test_a_managed_row_does_not_depend_on_what_ran_before_it() -> None:
         assert np.array_equal(sleeping, reference)
         slept += int(np.sum(data.tree_asleep >= 0))
     assert slept > 0  # the static trees did fall asleep
+
+
+def test_a_pushed_object_reaches_along_the_push_not_behind_it() -> None:
+    """The struck disc sweeps a corridor along the push: a disc ahead of it is dynamic, a disc
+    as close beside-behind it (out of the corridor) stays static but colliding."""
+    scene = scene_from_dict({
+        "name": "corridor",
+        "pusher": {"radius": 0.0145, "position": [-0.1, 0.0]},
+        "objects": [
+            {"name": "struck", "shape": "cylinder", "radius": 0.03, "pose": [-0.05, 0.0, 0.0]},
+            {"name": "ahead", "shape": "cylinder", "radius": 0.03, "pose": [0.03, 0.0, 0.0]},
+            {"name": "behind", "shape": "cylinder", "radius": 0.03, "pose": [-0.08, 0.08, 0.0]},
+        ],
+    })
+    states = scene_initial_state(scene)[None]
+    levels = fidelity_levels(scene, states, np.array([[0.1, 0.0]]), np.array([1.0]), 0.01)
+    assert levels.tolist() == [[HIGH, HIGH, MEDIUM]]
+    # within the struck disc's travel budget all round (a disc of reach would make it dynamic)
+    budget = 0.1 - (0.05 - 0.0145 - 0.03) + 0.01
+    assert np.hypot(0.03, 0.08) - 0.06 < budget

@@ -153,7 +153,9 @@ def preset_for(planner: str) -> PlannerPreset:
     return planner_preset(planner)
 
 
-def run_one(planner: str, scene_name: str, scene: Scene, seed: int, config: Any, args: argparse.Namespace) -> dict:
+def run_one(planner: str, scene_name: str, scene: Scene, seed: int, config: Any, args: argparse.Namespace,
+            fidelity: str = "auto") -> dict:
+    """One task run of ``planner`` (``fidelity``: the fine model's fidelity management)."""
     preset = preset_for(planner)
     sequential = preset.loop == "sequential"
     limited = args.quick and sequential
@@ -165,7 +167,7 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, config: Any,
     world = VirtualClockWorld(SimWorldPhysics(SimWorld(scene, world_settings(seed))))
     load_before = os.getloadavg()[0]
     wall_started, cpu_started = time.perf_counter(), time.process_time()
-    with preset.build(scene, config, seed=seed) as built:
+    with preset.build(scene, config, seed=seed, fidelity=fidelity) as built:
         timed = CpuTimed(built.loop.optimizer, "optimize")
         built.loop.optimizer = timed
         started = world.time()
@@ -191,8 +193,12 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, config: Any,
                 "fallbacks": result.fallbacks,
                 "prediction_error_mm": [1e3 * step.prediction_error for step in result.steps],
             }
+        engine = getattr(built.model, "engine", None)
+        fidelity_reruns = None if engine is None else engine.fidelity_reruns
     return {
         "planner": planner,
+        "fidelity": fidelity,
+        "fidelity_reruns": fidelity_reruns,
         "scene": scene_name,
         "kind": scene_kind(scene),
         "seed": seed,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -211,3 +213,61 @@ def test_auto_fidelity_manages_from_the_measured_crossover_on():
     assert resolve_fidelity("full", 32) == "full" and resolve_fidelity("task_informed", 1) == "task_informed"
     with pytest.raises(ValueError, match="^fidelity: expected one of"):
         resolve_fidelity("half", 4)
+
+
+def test_a_managed_row_does_not_depend_on_what_ran_before_it() -> None:
+    """MuJoCo's sleep state and the solver's warm start live in the MjData, outside the physics
+    state: a row gives the same bits on fresh data, after other rows, in any batch and backend,
+    and as the variant without sleep (sleep only skips static trees that cannot move)."""
+    scene = load_scene(SCENES / "crowded_16.yaml")
+    model = FineModel(scene)
+    states, controls, durations = planner_like_pushes(scene, 4, seed=8)
+    states[3, :2] += (0.03, 0.02)  # another start: static trees asleep elsewhere must wake and move
+    managed = ManagedFineBackend(SerialBackend(model), model)
+    together = managed.propagate(states, controls, durations)
+    order = np.array([3, 1, 0, 2])
+    assert np.array_equal(managed.propagate(states[order], controls[order], durations[order]), together[order])
+    for row in range(4):
+        fresh = FineModel(scene)
+        alone = ManagedFineBackend(SerialBackend(fresh), fresh).propagate(states[row:row + 1], controls[row:row + 1],
+                                                                           durations[row:row + 1])
+        assert np.array_equal(alone[0], together[row])
+    with ThreadBackend(model, threads=2) as threads:
+        assert np.array_equal(ManagedFineBackend(threads, model).propagate(states[order], controls[order],
+                                                                           durations[order]), together[order])
+    # reference: every segment on fresh data of the variant with sleep disabled
+    levels = managed.levels(states, controls, durations)
+    assert managed.counts.reruns == 0 and np.all(np.sum(levels != HIGH, axis=1) > 8)
+    prepared = model.to_physics_state(managed._prepare(states, levels))
+    steps = model.steps_for_each(durations)
+    slept = 0
+    for row in range(4):
+        variant = model.fidelity_model(levels[row] == HIGH)
+        awake = copy.copy(variant)
+        awake.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+        reference = model.simulate_physics(mujoco.MjData(awake), prepared[row], controls[row], int(steps[row]), awake)
+        data = model.new_fidelity_data()
+        sleeping = model.simulate_physics(data, prepared[row], controls[row], int(steps[row]), variant)
+        assert np.array_equal(sleeping, reference)
+        slept += int(np.sum(data.tree_asleep >= 0))
+    assert slept > 0  # the static trees did fall asleep
+
+
+def test_a_pushed_object_reaches_along_the_push_not_behind_it() -> None:
+    """The struck disc sweeps a corridor along the push: a disc ahead of it is dynamic, a disc
+    as close beside-behind it (out of the corridor) stays static but colliding."""
+    scene = scene_from_dict({
+        "name": "corridor",
+        "pusher": {"radius": 0.0145, "position": [-0.1, 0.0]},
+        "objects": [
+            {"name": "struck", "shape": "cylinder", "radius": 0.03, "pose": [-0.05, 0.0, 0.0]},
+            {"name": "ahead", "shape": "cylinder", "radius": 0.03, "pose": [0.03, 0.0, 0.0]},
+            {"name": "behind", "shape": "cylinder", "radius": 0.03, "pose": [-0.08, 0.08, 0.0]},
+        ],
+    })
+    states = scene_initial_state(scene)[None]
+    levels = fidelity_levels(scene, states, np.array([[0.1, 0.0]]), np.array([1.0]), 0.01)
+    assert levels.tolist() == [[HIGH, HIGH, MEDIUM]]
+    # within the struck disc's travel budget all round (a disc of reach would make it dynamic)
+    budget = 0.1 - (0.05 - 0.0145 - 0.03) + 0.01
+    assert np.hypot(0.03, 0.08) - 0.06 < budget

@@ -134,6 +134,19 @@ FIGURES = (
         (".2f", ".1f", ".1f", ".0f"),
     ),
     Figure(
+        "(mean {} vs {} mm, {} vs {} pushes beyond 2 mm)",
+        "fidelity_management",
+        ("mean_error_mm_32", "chaos_mean_mm_32", "pushes_over_2mm_32", "chaos_pushes_over_2mm_32"),
+        (".2f", ".2f", ".0f", ".0f"),
+    ),
+    Figure(
+        "re-plan p50 {} s -> {} s, CPU {} s -> {} s per re-plan, success {}/{} -> {}/{}",
+        "fidelity_management_mpc",
+        ("replan_p50_s_full", "replan_p50_s_task_informed", "replan_cpu_s_full", "replan_cpu_s_task_informed",
+         "successes_full", "runs_full", "successes_task_informed", "runs_task_informed"),
+        (".2f", ".2f", ".2f", ".2f", ".0f", ".0f", ".0f", ".0f"),
+    ),
+    Figure(
         "Parareal K = 1 on `crowded_16` (21 sequences): {} s -> {} s",
         "fidelity_management",
         ("parareal_k1_full_s", "parareal_k1_managed_s"),

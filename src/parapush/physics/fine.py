@@ -224,10 +224,18 @@ class FineModel:
         obstacles are off) but loses its table contact and floats with
         MuJoCo's gravity compensation, so with no lateral contact it stays exactly where it
         is, at no solver cost; it may fall asleep (MuJoCo's sleep: its tree is then skipped
-        by the kinematics and dynamics until a contact wakes it). Sleeping or awake, a
-        static tree does not change the dynamic ones' results (measured bit for bit), so
-        the results do not depend on the ``MjData``'s history (a touched static object is
-        detected and its segment re-run by :class:`parapush.physics.fidelity.ManagedFineBackend`).
+        by the kinematics and dynamics until a contact wakes it).
+
+        Purity: the sleep state (``tree_asleep``) lives in the ``MjData`` outside the physics
+        state, so a segment may start with static trees still asleep from the previous one. That
+        changes no bit of the result: a sleeping tree whose pose the new state moved is woken
+        before its geoms are placed (MuJoCo compares the pose in the kinematics), a dynamic
+        (never-sleep) tree is woken at once, and a static tree without contacts has exactly zero
+        acceleration awake or asleep; results equal those of the variant with sleep disabled
+        on fresh data (``test_a_managed_row_does_not_depend_on_what_ran_before_it``). A touched
+        static object is detected and its segment re-run by
+        :class:`parapush.physics.fidelity.ManagedFineBackend`.
+
         Variants are copies of one gravity-compensated model compiled once (the first time one
         is needed), kept per pattern (at most :data:`FIDELITY_MODEL_CACHE`); they run on an
         ``MjData`` of :meth:`new_fidelity_data`. With every object dynamic the variant's

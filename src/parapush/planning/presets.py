@@ -193,6 +193,7 @@ class PlannerPreset:
         workers: int | None = None,
         model: Any = None,
         coarse: Any = None,
+        fidelity: str = "auto",
     ) -> BuiltPlanner:
         """The loop of this preset for ``scene``.
 
@@ -208,6 +209,8 @@ class PlannerPreset:
                 preset), e.g. built from the MPC node's model config; None:
                 :func:`choose_coarse_model` of ``self.coarse``. Its ``max_speed`` (the learned
                 model's trained range), if any, caps the optimizer's speed.
+            fidelity: the fine model's fidelity management (``ModelConfig.fidelity``) of the
+                predictive model built here (without ``model``).
         Returns:
             a :class:`BuiltPlanner`; close it (or use ``with``) to release what it owns.
         """
@@ -220,7 +223,7 @@ class PlannerPreset:
             # forced "parareal": "auto" would pick sample-parallel fine on 2 cores (mpc_benchmark)
             model_config = ModelConfig(name=self.model, iterations=self.parareal_iterations,
                                        schedule="parareal" if self.model == "parareal" else "auto",
-                                       backend=backend, workers=workers)
+                                       backend=backend, workers=workers, fidelity=fidelity)
             model = EnginePrediction.build(scene, model_config)
         optimizer = StochasticTrajectoryOptimizer(settings)
         planner: Any = optimizer

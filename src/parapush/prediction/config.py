@@ -75,7 +75,7 @@ class ModelConfig:
         fidelity: ``"full"`` (every object simulated), ``"task_informed"`` (only the objects
             a segment's push can reach are dynamic, :mod:`parapush.physics.fidelity`) or
             ``"auto"`` (task-informed from 8 objects on); the simulated world always runs at full
-            fidelity. Default by ``bench/fidelity_management.py``: the fine model costs 2.4-2.7x
+            fidelity. Default by ``bench/fidelity_management.py``: the fine model costs 2.5-3.2x
             less at 8-32 objects and the same at 1-4 (so ``auto`` keeps the plain model there),
             and its error against full fidelity stays within the chaos floor.
         fine: the fine MuJoCo model's settings.

@@ -108,16 +108,24 @@ class CellGrid:
 
     @classmethod
     def from_spec(cls, spec: ObjectSpec, cell_size: float = 0.01) -> CellGrid:
-        """The cells of a scene object (its parts when it has some, else its one cylinder or box)."""
-        parts = getattr(spec, "parts", ())
-        if parts:
-            outline = tuple(OutlinePart(shape=part.shape, center=part.center, radius=part.radius,
-                                        half_extents=part.half_extents) for part in parts)
-        elif spec.shape == "cylinder":
-            outline = (OutlinePart(shape="cylinder", radius=spec.radius),)
-        else:
-            outline = (OutlinePart(shape="box", half_extents=spec.half_extents),)
-        return cls.from_parts(outline, cell_size)
+        """The cells of a scene object's outline (its one cylinder or box)."""
+        if spec.shape == "cylinder":
+            return cls.from_parts((OutlinePart(shape="cylinder", radius=spec.radius),), cell_size)
+        return cls.from_parts((OutlinePart(shape="box", half_extents=spec.half_extents),), cell_size)
+
+    def spec_maps(self, spec: ObjectSpec, table_friction: float) -> tuple[np.ndarray, np.ndarray]:
+        """The per-cell (mass (K,) kg, support friction (K,)) a scene object describes: its base mass
+        spread evenly, each patch's mass spread over the cells whose centres lie in it, and the
+        support friction ``max(table_friction, friction)`` of the patch or object the cell is in."""
+        mass = self.uniform(spec.base_mass)
+        friction = np.full(self.count, max(table_friction, spec.friction))
+        for number, patch in enumerate(spec.patches):
+            inside = np.all(np.abs(self.centers - np.array(patch.center)) < np.array(patch.half_extents), axis=1)
+            if patch.mass > 0.0 and not inside.any():
+                raise ValueError(f"cell_size: {self.cell_size} m puts no cell centre in patch {number} of {spec.name}")
+            mass[inside] += patch.mass / max(1, int(inside.sum()))
+            friction[inside] = max(table_friction, patch.friction)
+        return mass, friction
 
     @property
     def count(self) -> int:

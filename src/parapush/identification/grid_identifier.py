@@ -34,7 +34,7 @@ from parapush.identification.cell_grid import CellGrid
 from parapush.identification.grid_model import GridModelSettings, GridSlidingModel, one_torch_thread
 from parapush.identification.identifier import PushRecord
 from parapush.identification.parameters import ObjectParameters
-from parapush.scene import StateLayout
+from parapush.scene import Scene, StateLayout
 from parapush.settings import check_settings, setting
 
 
@@ -124,6 +124,16 @@ class GridIdentifier:
         self._pose = self.layout.object_pose(object_index)
         self._twist = self.layout.object_twist(object_index)
         self._centers = torch.tensor(np.array(grid.centers), dtype=self.model.dtype)
+
+    @classmethod
+    def for_scene(cls, scene: Scene, object_index: int, nominal: ObjectParameters | None = None, *,
+                  cell_size: float = 0.01, model_settings: GridModelSettings | None = None) -> GridIdentifier:
+        """The identifier of a scene's object: its outline's cells, the scene's pusher, records in the
+        scene's state layout; ``nominal`` defaults to the scene file's parameters."""
+        nominal = ObjectParameters.from_scene(scene, object_index) if nominal is None else nominal
+        grid = CellGrid.from_spec(scene.objects[object_index], cell_size)
+        return cls(grid, scene.pusher.radius, nominal, layout=scene.layout, object_index=object_index,
+                   model_settings=model_settings)
 
     # -- evaluation -------------------------------------------------------------------------
     def _groups(self, records: list[PushRecord]) -> list[tuple[list[int], tuple[float, ...]]]:

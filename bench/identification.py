@@ -49,7 +49,6 @@ from parapush.graph import config_dir, resolve_scene_path
 from parapush.identification import IdentificationSettings, ObjectIdentifier, ObjectParameters, PushRecord
 from parapush.identification.cell_grid import CellGrid
 from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
-from parapush.physics.fine import FineModel
 from parapush.prediction import PredictionEngine, load_model_config
 from parapush.scene import ObjectPatch, ObjectSpec, Scene, load_scene, wrap_angle
 from parapush.sim.world import SimWorld, WorldSettings
@@ -173,17 +172,6 @@ def grid_errors(identifier: GridIdentifier, records, result) -> tuple[float, flo
     return final_errors([prediction[-1].detach().numpy() for prediction in predictions], records)
 
 
-def floor_errors(fine: FineModel, records) -> tuple[float, float]:
-    """Open-loop errors of the fine model of the true object (patches included)."""
-    finals = []
-    for record in records:
-        state = record.states[0]
-        for control, duration in zip(record.controls, record.durations, strict=True):
-            state = fine.propagate(state[None], control[None], np.array([duration]))[0]
-        finals.append(state[2:5])
-    return final_errors(finals, records)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 and 4 training + 4 held-out pushes, short searches")
@@ -213,7 +201,9 @@ def main() -> int:
         held_out = records[train:]
         # The fine model the identification node searches with: config/model.yaml's.
         fine = PredictionEngine.build_fine_model(nominal, model_config)
-        floor = floor_errors(PredictionEngine.build_fine_model(true_scene(nominal, true), model_config), held_out)
+        # The floor: the same prediction path (model copies in mujoco.rollout) on the true object's fine model.
+        with ObjectIdentifier(PredictionEngine.build_fine_model(true_scene(nominal, true), model_config), 0) as exact:
+            floor = fine_errors(exact, held_out, exact.variants.current())  # the model as built (patches kept)
         grid = CellGrid.from_spec(nominal.objects[0], grid_settings.cell_size)
         scene_parameters = ObjectParameters.from_scene(nominal, 0)
         grid_identifier = GridIdentifier(grid, nominal.pusher.radius, scene_parameters)

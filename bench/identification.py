@@ -223,9 +223,12 @@ def main() -> int:
                                                                 ("grid", fitted_errors, fitted.seconds)):
                     summary.append({"object": name, "method": method, "pushes": count, "heldout_mm": millimetres,
                                     "heldout_deg": degrees, "seconds": seconds})
+                grid_summary = grid_identifier.object_parameters(fitted)
                 details[name]["fits"][count] = {
                     "cem_parameters": dataclasses.asdict(cem.parameters),
-                    "grid_summary": dataclasses.asdict(grid_identifier.object_parameters(fitted)),
+                    "grid_summary": dataclasses.asdict(grid_summary),
+                    # what the prediction service's fine model predicts with the grid's summary applied
+                    "grid_summary_on_fine_mm_deg": fine_errors(identifier, held_out, grid_summary),
                     "grid_add_mm": [fitted.initial_error * 1000, fitted.error * 1000],
                 }
                 maps[name] = (grid, fitted, true)

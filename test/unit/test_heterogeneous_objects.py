@@ -3,14 +3,18 @@ as one body of several geoms, refused by the learned coarse model (no ROS)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from parapush.graph import resolve_scene_path
 from parapush.identification.cell_grid import CellGrid
 from parapush.learning.geometry import ModelMismatchError, TrainedGeometry
 from parapush.physics.fine import FineModel
 from parapush.physics.mjcf import object_body_name
-from parapush.scene import ObjectPatch, SceneError, scene_from_dict
+from parapush.prediction import ModelConfig, PredictionEngine
+from parapush.scene import ObjectPatch, SceneError, load_scene, scene_from_dict
 
 HAMMER = {"name": "hammer", "shape": "box", "half_extents": [0.08, 0.025], "mass": 0.6, "friction": 0.4,
           "patches": [{"center": [0.055, 0.0], "half_extents": [0.025, 0.025], "mass": 0.4, "friction": 0.8}]}
@@ -74,3 +78,16 @@ def test_the_learned_coarse_model_refuses_objects_with_patches():
     with pytest.raises(ModelMismatchError, match=r"objects\[slider0\].patches: the learned model was trained for "
                                                  "uniform objects"):
         geometry.check_scene(scene_from_dict(data))
+
+
+def test_the_prediction_engine_falls_back_to_the_analytical_coarse_model_for_patched_objects():
+    scene = load_scene(resolve_scene_path("clutter_fig1.yaml"))
+    with PredictionEngine(scene, ModelConfig(backend="serial")) as engine:
+        if "learned" not in engine.coarse_models:
+            pytest.skip(f"the learned model is unavailable here: {engine.unavailable_coarse.get('learned')}")
+    target = scene.objects[0]
+    patched = dataclasses.replace(target, patches=(ObjectPatch(half_extents=(0.02, 0.02), mass=0.1, friction=1.2),))
+    scene = dataclasses.replace(scene, objects=(patched, *scene.objects[1:]))
+    with PredictionEngine(scene, ModelConfig(backend="serial")) as engine:
+        assert engine.default_coarse == "analytical"
+        assert "patches: the learned model was trained for uniform objects" in engine.unavailable_coarse["learned"]

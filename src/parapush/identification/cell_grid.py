@@ -140,11 +140,3 @@ class CellGrid:
     def uniform(self, total: float) -> np.ndarray:
         """(K,) ``total`` spread evenly over the cells (e.g. a uniform object's mass, kg)."""
         return np.full(self.count, float(total) / self.count)
-
-    def polar_moment(self) -> float:
-        """m^2, the mean of |c_i|^2 + w^2 / 6 over the cells (uniform density's moment of inertia per kg)."""
-        return float(np.mean(np.sum(self.centers**2, axis=1)) + self.cell_size**2 / 6.0)
-
-    def describe(self) -> str:
-        return f"{self.count} cells of {self.cell_size * 1000:.0f} mm over {len(self.parts)} part(s)"
-

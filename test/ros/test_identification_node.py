@@ -113,6 +113,28 @@ def test_identified_parameters_reach_the_prediction_service(nodes):
     assert again.parameters.mass == identified.mass  # not searched
 
 
+def test_method_grid_returns_cell_maps_and_publishes_their_summary(nodes):
+    _, service, identify, _ = nodes
+    pushes = observed_pushes(2, seed=1)
+    response = call(identify, IdentifyObject.Request(object="slider", method="grid", pushes=pushes, iterations=5,
+                                                     publish=True))
+    print(f"\n[identify_object grid] {response.message}")
+    assert response.success, response.message
+    cells = len(response.cell_x)
+    assert cells > 50 and all(len(values) == cells for values in (
+        response.cell_y, response.cell_mass, response.cell_friction, response.cell_sensitivity))
+    assert response.evaluations == 5 and response.error < response.initial_error
+    assert sum(response.cell_mass) == pytest.approx(response.parameters.mass)
+    assert response.initial.mass == SCENE.objects[0].mass
+    deadline = time.monotonic() + 10.0
+    while service.applied_parameters < 1:
+        assert time.monotonic() < deadline, "the prediction service did not apply the grid's summary"
+        time.sleep(0.01)
+    applied = service.engine.object_parameters("slider")
+    assert applied.mass == pytest.approx(response.parameters.mass)
+    assert applied.pusher_friction == pytest.approx(response.parameters.pusher_friction)
+
+
 def malformed(pushes):
     """(name, request, expected words of the message) of malformed identification requests."""
     cases = [("unknown object", IdentifyObject.Request(object="box", pushes=pushes), "object: unknown object"),
@@ -132,6 +154,10 @@ def malformed(pushes):
     cases.append(("negative duration", IdentifyObject.Request(object="slider", pushes=[zero]),
                   "pushes[0].controls[0].duration: must be > 0"))
     cases.append(("bad fit", IdentifyObject.Request(object="slider", pushes=pushes, fit=["density"]), "fit:"))
+    cases.append(("bad method", IdentifyObject.Request(object="slider", pushes=pushes, method="lcp"),
+                  "method: expected one of"))
+    cases.append(("grid, odd duration", IdentifyObject.Request(object="slider", method="grid", pushes=[odd]),
+                  "durations"))
     cases.append(("tiny population", IdentifyObject.Request(object="slider", pushes=pushes, population=2),
                   "population"))
     stale = copy.deepcopy(pushes[0])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from mcap.writer import Writer
 from rclpy.serialization import serialize_message
 
@@ -72,3 +73,19 @@ def test_a_recording_of_known_pushes_is_identified(tmp_path, capsys):
     assert found["pushes"] == 3 and found["object"] == "slider"
     assert found["error_m"] < 0.5 * found["initial_error_m"]
     assert found["scene_file_parameters"]["pusher_friction"] == scene.pusher.friction
+
+
+def test_method_grid_gives_cell_maps(tmp_path, capsys):
+    scene = load_scene(resolve_scene_path(SCENE_FILE))
+    recording, result = tmp_path / "recording.mcap", tmp_path / "identified.json"
+    write_recording(recording, scene, pushes=2)
+    code = main([str(recording), "--scene", SCENE_FILE, "--object", "slider", "--method", "grid", "--iterations", "6",
+                 "--json", str(result)])
+    output = capsys.readouterr().out
+    print(output)
+    assert code == 0 and "(grid, " in output
+    found = json.loads(result.read_text())
+    cells = found["cells"]
+    assert found["method"] == "grid" and len(cells["mass_kg"]) == len(cells["x_m"]) > 50
+    assert sum(cells["mass_kg"]) == pytest.approx(found["parameters"]["mass"])
+    assert found["error_m"] < found["initial_error_m"]

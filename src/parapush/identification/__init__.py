@@ -1,7 +1,10 @@
 """Identification of an object's physical parameters from observed pushes (no ROS).
 
 :class:`ObjectIdentifier` fits the mass, support and pusher friction and centre of mass of
-one object so that the fine model reproduces observed pushes (:class:`PushRecord`).
+one object so that the fine model reproduces observed pushes (:class:`PushRecord`) by a
+cross-entropy search. :mod:`parapush.identification.grid_identifier` (torch, the ``learning``
+extra; import it from there) identifies per-cell mass and friction maps by projected gradient
+descent through a differentiable sliding model (:mod:`parapush.identification.grid_model`).
 """
 
 from parapush.identification.identifier import (

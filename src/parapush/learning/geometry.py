@@ -160,6 +160,11 @@ class TrainedGeometry:
         self._compare_relative("object_friction", scene.object_friction, self.object_friction)
         for spec in scene.objects:
             where = f"objects[{spec.name}]"
+            if spec.patches:
+                raise ModelMismatchError(
+                    f"{where}.patches: the learned model was trained for uniform objects; this one has "
+                    f"{len(spec.patches)} patch(es) of their own mass or friction"
+                )
             if spec.shape != "cylinder":
                 raise ModelMismatchError(
                     f"{where}.shape: the learned model was trained for cylinders only, got {spec.shape!r}"

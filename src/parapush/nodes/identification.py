@@ -30,6 +30,8 @@ from parapush.nodes.parameters import (
 )
 from parapush.prediction import ModelConfig, PredictionEngine
 
+METHODS = ("cem", "grid")
+
 PARAMETERS = (
     *parameter_specs(ModelConfig, "model."),  # config/model.yaml: the fine model and workers of the service
     ParameterSpec("iterations", 12, "default search iterations", minimum=1, maximum=1000),
@@ -37,6 +39,8 @@ PARAMETERS = (
     ParameterSpec("elite_fraction", 0.25, "fraction of each population the search keeps", minimum=0.05,
                   maximum=0.5),
     ParameterSpec("seed", 0, "seed of the search's sampler", minimum=0, maximum=2**31 - 1),
+    ParameterSpec("grid_iterations", 40, "default gradient steps of method grid", minimum=1, maximum=10000),
+    ParameterSpec("grid_cell_size", 0.01, "cell side of method grid, m", minimum=0.002, maximum=0.1),
     ParameterSpec("max_pushes", 64, "most pushes per request", minimum=1, maximum=10000),
     ParameterSpec("max_controls", 32, "most controls per push", minimum=1, maximum=1024),
     ParameterSpec("max_speed", 0.5, "largest pusher speed a control may have, m/s", minimum=1e-3, maximum=5.0),
@@ -90,6 +94,12 @@ class IdentificationNode(Node):
                                  max_speed=self.values["max_speed"])
             for number, push in enumerate(request.pushes)
         ]
+        method = request.method or "cem"
+        if method not in METHODS:
+            raise MessageError(f"method: expected one of {METHODS} (or empty: cem), got {request.method!r}")
+        if method == "grid":
+            self._identify_grid(request, response, index, records)
+            return
         population = request.population or self.values["population"]
         try:
             settings = IdentificationSettings(
@@ -116,11 +126,46 @@ class IdentificationNode(Node):
         response.sensitivity = [float(value) for value in result.sensitivity]
         response.evaluations = result.evaluations
         response.message = (
-            f"'{name}' from {len(records)} push(es): one-step error {result.initial_error * 1e3:.2f} -> "
+            f"'{name}' (cem) from {len(records)} push(es): one-step error {result.initial_error * 1e3:.2f} -> "
             f"{result.error * 1e3:.2f} mm after {result.iterations} iteration(s) ({result.stop_reason})"
         )
+        self._finish(request, response, result.parameters)
+
+    def _identify_grid(self, request, response, index: int, records: list) -> None:
+        """Method grid: per-cell maps by projected gradient descent (torch, imported only here)."""
+        from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
+
+        name = request.object
+        initial = self.published.get(name, ObjectParameters.from_scene(self.scene, index))
+        try:
+            settings = GridIdentificationSettings(cell_size=self.values["grid_cell_size"],
+                                                  iterations=request.iterations or self.values["grid_iterations"])
+        except ValueError as error:
+            raise MessageError(str(error)) from None
+        identifier = GridIdentifier.for_scene(self.scene, index, initial, cell_size=settings.cell_size)
+        result = identifier.identify(records, settings)
+        parameters = identifier.object_parameters(result)
+        stamp = self.get_clock().now().nanoseconds * 1e-9
+        response.success = True
+        response.parameters = parameters_to_msg(name, parameters, stamp=stamp)
+        response.initial = parameters_to_msg(name, initial, stamp=stamp)
+        response.error = result.error
+        response.initial_error = result.initial_error
+        response.evaluations = len(result.history) - 1
+        response.cell_x = [float(value) for value in result.grid.centers[:, 0]]
+        response.cell_y = [float(value) for value in result.grid.centers[:, 1]]
+        response.cell_mass = [float(value) for value in result.cell_mass]
+        response.cell_friction = [float(value) for value in result.cell_friction]
+        response.cell_sensitivity = [float(value) for value in result.sensitivity]
+        response.message = (
+            f"'{name}' (grid, {result.grid.count} cells) from {len(records)} push(es): ADD error "
+            f"{result.initial_error * 1e3:.2f} -> {result.error * 1e3:.2f} mm in {result.seconds:.1f} s"
+        )
+        self._finish(request, response, parameters)
+
+    def _finish(self, request, response, parameters: ObjectParameters) -> None:
         if request.publish:
-            self.published[name] = result.parameters
+            self.published[request.object] = parameters
             self._publisher.publish(response.parameters)
             response.message += "; published on object_parameters"
         self.get_logger().info(response.message)

@@ -14,7 +14,10 @@ The model (world frame = table frame, z up, table top at z = 0):
   would not scale with the weight. Object (x, y, yaw) and their rates are the joints'
   qpos/qvel directly (bodies sit at the origin, qpos0 = 0).
   Cylinders rest on the plane with MuJoCo's cylinder/plane collider (3 rim contacts),
-  boxes with the box/plane collider (4 corners).
+  boxes with the box/plane collider (4 corners). An object with patches
+  (``ObjectSpec.patches``: regions with their own mass and support friction) is the same
+  body with one more box geom per patch, resting on the table with its own mass and its own
+  table pair (4 more corner contacts); the body's inertia is then MuJoCo's sum of the geoms'.
 - **Lateral colliders**: contacts between pusher, objects and obstacles use a *separate*
   geom per body, either the cylinder itself or a vertical capsule of the same radius
   whose axis segment spans the object's height (``FineSettings.object_collider`` /
@@ -119,18 +122,26 @@ def _add_object(
     _element(body, "joint", name=f"{name}_z", type="slide", axis="0 0 1")
     _element(body, "joint", name=f"{name}_yaw", type="hinge", axis="0 0 1")
     half_height = 0.5 * spec.height
-    _element(body, "inertial", pos=_numbers(0, 0, half_height), mass=_numbers(spec.mass),
-             diaginertia=_numbers(*_object_inertia(spec)))
+    # A uniform object: its inertial given; with patches MuJoCo sums the geoms' (support: the
+    # mass spread over the footprint, each patch: its own mass), so the centre of mass moves.
+    mass = {"mass": _numbers(spec.base_mass)} if spec.patches else {}
+    if not spec.patches:
+        _element(body, "inertial", pos=_numbers(0, 0, half_height), mass=_numbers(spec.mass),
+                 diaginertia=_numbers(*_object_inertia(spec)))
     if spec.shape == "cylinder":
         _element(body, "geom", name=f"{name}_support", type="cylinder",
-                 size=_numbers(spec.radius, half_height), pos=_numbers(0, 0, half_height))
+                 size=_numbers(spec.radius, half_height), pos=_numbers(0, 0, half_height), **mass)
         _vertical_collider(body, f"{name}_collider", settings.object_collider, spec.radius, 0.0, spec.height)
     else:
         half_x, half_y = spec.half_extents
         _element(body, "geom", name=f"{name}_support", type="box",
-                 size=_numbers(half_x, half_y, half_height), pos=_numbers(0, 0, half_height))
+                 size=_numbers(half_x, half_y, half_height), pos=_numbers(0, 0, half_height), **mass)
         _element(body, "geom", name=f"{name}_collider", type="box",
                  size=_numbers(half_x, half_y, half_height), pos=_numbers(0, 0, half_height))
+    for number, patch in enumerate(spec.patches):
+        _element(body, "geom", name=f"{name}_patch{number}", type="box",
+                 size=_numbers(*patch.half_extents, half_height), pos=_numbers(*patch.center, half_height),
+                 mass=_numbers(patch.mass))
 
 
 def _add_obstacle(world: ElementTree.Element, index: int, obstacle: Obstacle, settings: FineSettings) -> None:
@@ -206,6 +217,8 @@ def scene_to_mjcf(scene: Scene, settings: FineSettings, *, gravity_compensated: 
     for index, spec in enumerate(scene.objects):
         name = object_body_name(index)
         pair("table", f"{name}_support", max(scene.table.friction, spec.friction))
+        for number, patch in enumerate(spec.patches):
+            pair("table", f"{name}_patch{number}", max(scene.table.friction, patch.friction))
         pair("pusher_collider", f"{name}_collider", pusher.friction)
         for other in range(index + 1, len(scene.objects)):
             pair(f"{name}_collider", f"{object_body_name(other)}_collider", scene.object_friction)

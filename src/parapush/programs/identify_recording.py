@@ -56,6 +56,30 @@ def read_recording(path: Path, scene: Scene, *, state_topic: str, controls_topic
     return np.asarray(times)[order], np.asarray(states).reshape(-1, dimension)[order], sequences
 
 
+def identify_grid(args: argparse.Namespace, scene: Scene, name: str, records: list, recording: Path) -> int:
+    """``--method grid``: the cell maps and their summary."""
+    from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
+
+    identifier = GridIdentifier.for_scene(scene, scene.object_index(name))
+    result = identifier.identify(records, GridIdentificationSettings(iterations=args.iterations or 40))
+    summary = identifier.object_parameters(result)
+    print(f"'{name}' (grid, {result.grid.count} cells): ADD error {result.initial_error * 1e3:.2f} mm (scene file) -> "
+          f"{result.error * 1e3:.2f} mm (identified) in {result.seconds:.1f} s")
+    for index, parameter in enumerate(PARAMETER_NAMES):
+        print(f"  {parameter:>16}: {identifier.nominal.as_vector()[index]:8.4f} -> {summary.as_vector()[index]:8.4f}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "recording": str(recording), "object": name, "pushes": len(records), "method": "grid",
+            "parameters": dict(zip(PARAMETER_NAMES, summary.as_vector().tolist(), strict=True)),
+            "cells": {"x_m": result.grid.centers[:, 0].tolist(), "y_m": result.grid.centers[:, 1].tolist(),
+                      "mass_kg": result.cell_mass.tolist(), "support_friction": result.cell_friction.tolist(),
+                      "sensitivity_m": result.sensitivity.tolist()},
+            "pusher_friction": result.pusher_friction,
+            "error_m": result.error, "initial_error_m": result.initial_error,
+        }, indent=2) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="run folder (recording.mcap + metrics.json) or an .mcap file")
@@ -64,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-topic", default="/scene_state")
     parser.add_argument("--controls-topic", default="/controls")
     parser.add_argument("--tolerance", type=float, default=0.02, help="s between a control boundary and its state")
-    parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--method", choices=("cem", "grid"), default="cem",
+                        help="cem: cross-entropy search of the fine model's parameters; grid: per-cell mass and "
+                             "friction maps by gradient descent through the differentiable sliding model")
+    parser.add_argument("--iterations", type=int, default=None, help="default: 12 (cem), 40 (grid)")
     parser.add_argument("--population", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the result here")
@@ -90,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         print("nothing to identify from", file=sys.stderr)
         return 1
+    if args.method == "grid":
+        return identify_grid(args, scene, name, records, recording)
     settings = IdentificationSettings(population=args.population, elite=max(1, args.population // 4),
-                                      iterations=args.iterations, seed=args.seed)
+                                      iterations=args.iterations or 12, seed=args.seed)
     with ObjectIdentifier(FineModel(scene), scene.object_index(name)) as identifier:
         result = identifier.identify(records, settings=settings)
         nominal = identifier.variants.nominal

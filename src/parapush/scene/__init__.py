@@ -2,6 +2,7 @@
 
 from parapush.scene.description import (
     GoalRegion,
+    ObjectPatch,
     ObjectSpec,
     Obstacle,
     Pusher,
@@ -17,6 +18,7 @@ from parapush.scene.state import StateLayout, wrap_angle
 __all__ = [
     "GoalRegion",
     "Obstacle",
+    "ObjectPatch",
     "ObjectSpec",
     "Pusher",
     "Scene",

@@ -104,6 +104,40 @@ class Pusher:
 
 
 @dataclass(frozen=True)
+class ObjectPatch:
+    """A region of an object with its own mass and support friction (a heterogeneous object:
+    a heavy head, a rubber patch).
+
+    Attributes:
+        center: (x, y) m, the region's centre in the object's body frame.
+        half_extents: (x, y) m, half sizes of the axis-aligned box region; inside the object's outline.
+        mass: kg, >= 0, the part of the object's mass that lies in the region (on top of the
+            rest of the object's mass, which is spread evenly over the whole footprint).
+        friction: the region's support friction (its table contact: ``max(table.friction, friction)``,
+            the rule of the object's own support).
+    """
+
+    center: tuple[float, float] = (0.0, 0.0)
+    half_extents: tuple[float, float] = (0.02, 0.02)
+    mass: float = 0.0
+    friction: float = 1.0
+
+    def check(self, where: str) -> None:
+        """Validate and normalise in place; ``where`` names the patch in errors."""
+        object.__setattr__(self, "center", _vector(self.center, 2, f"{where}.center"))
+        extents = _vector(self.half_extents, 2, f"{where}.half_extents")
+        for index, value in enumerate(extents):
+            _checked(check_positive, f"{where}.half_extents[{index}]", value)
+        object.__setattr__(self, "half_extents", extents)
+        _check_fields(self, where, check_non_negative, "mass", "friction")
+
+    def corners(self) -> tuple[tuple[float, float], ...]:
+        """The region's four corners, body frame, m."""
+        (cx, cy), (hx, hy) = self.center, self.half_extents
+        return tuple((cx + sx * hx, cy + sy * hy) for sx in (-1.0, 1.0) for sy in (-1.0, 1.0))
+
+
+@dataclass(frozen=True)
 class ObjectSpec:
     """A movable object (a "slider") that slides on the table.
 
@@ -116,6 +150,9 @@ class ObjectSpec:
         mass: kg.
         friction: object/table sliding friction coefficient.
         pose: initial (x, y, yaw) in the table frame, m and rad.
+        patches: regions with their own mass and support friction (:class:`ObjectPatch`;
+            mappings are converted); empty: a uniform object. ``mass`` is the total, the
+            patches' masses included.
     """
 
     name: str
@@ -126,11 +163,39 @@ class ObjectSpec:
     mass: float = 0.5
     friction: float = 1.0
     pose: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    patches: tuple[ObjectPatch, ...] = ()
 
     def __post_init__(self) -> None:
         where = _check_body(self, "object", "objects")
         _check_fields(self, where, check_positive, "height", "mass")
         _check_fields(self, where, check_non_negative, "friction")
+        if isinstance(self.patches, (str, bytes, Mapping)) or not isinstance(self.patches, Sequence):
+            raise SceneError(f"{where}.patches: expected a list of patches, got {self.patches!r}")
+        patches = []
+        for index, patch in enumerate(self.patches):
+            if isinstance(patch, Mapping):
+                patch = ObjectPatch(**_mapping(patch, "patch", f"{where}.patches[{index}]"))
+            if not isinstance(patch, ObjectPatch):
+                raise SceneError(f"{where}.patches[{index}]: expected a patch, got {patch!r}")
+            patch.check(f"{where}.patches[{index}]")
+            if not all(self.contains(corner) for corner in patch.corners()):
+                raise SceneError(f"{where}.patches[{index}]: the region must lie inside the object's outline")
+            patches.append(patch)
+        object.__setattr__(self, "patches", tuple(patches))
+        if patches and sum(patch.mass for patch in patches) >= self.mass:
+            raise SceneError(f"{where}.patches: their masses must sum to less than the object's mass {self.mass} kg")
+
+    @property
+    def base_mass(self) -> float:
+        """kg, the mass spread evenly over the footprint (``mass`` less the patches')."""
+        return self.mass - sum(patch.mass for patch in self.patches)
+
+    def contains(self, point: Sequence[float], tolerance: float = 1e-9) -> bool:
+        """Whether a body-frame point (x, y) m lies inside the object's outline."""
+        x, y = point
+        if self.shape == "cylinder":
+            return math.hypot(x, y) <= self.radius + tolerance
+        return abs(x) <= self.half_extents[0] + tolerance and abs(y) <= self.half_extents[1] + tolerance
 
     @property
     def bounding_radius(self) -> float:
@@ -264,7 +329,8 @@ _KNOWN_KEYS = {
     "scene": {"name", "table", "pusher", "objects", "obstacles", "goal", "target", "object_friction"},
     "table": {"length", "width", "friction"},
     "pusher": {"radius", "height", "mass", "friction", "position", "max_speed"},
-    "object": {"name", "shape", "radius", "half_extents", "height", "mass", "friction", "pose"},
+    "object": {"name", "shape", "radius", "half_extents", "height", "mass", "friction", "pose", "patches"},
+    "patch": {"center", "half_extents", "mass", "friction"},
     "obstacle": {"name", "shape", "radius", "half_extents", "pose"},
     "goal": {"center", "radius"},
 }

@@ -1,0 +1,307 @@
+"""Differentiable planar sliding of a cell-grid object pushed by a cylinder (torch).
+
+The paper (shared/papers/differentiable-physics-sliding-unknown-objects.txt, Fig. 2) writes
+each time step of the pushed object's motion as an LCP: the cells' mass matrix, rigid
+adjacency constraints that make the cells move as one body, Coulomb friction of every cell
+on the support with its own coefficient ``mu_i`` and normal force ``m_i g``, and the
+pusher's contact. Here the cells are held together exactly (the object's twist is the only
+unknown) and the step is the equivalent convex minimisation (the LCP's optimality
+conditions are its stationarity conditions, with maximal dissipation for friction): with
+time step ``dt`` (:class:`GridModelSettings`), the next twist ``v'`` = (vx, vy, w) of the
+body origin in the table frame minimises
+
+    E(v') = 1/2 (v' - v)^T M(q) (v' - v)                 inertia, M = sum_i of the cells' masses
+          + dt g sum_i mu_i m_i s(v_i(v'))                support friction of each cell i
+          + 1/2 k max(0, dt n . v_c(v') - phi)^2          pusher contact (non-penetration, stiffness k)
+          + dt mu_p lambda s(t . (v_c(v') - u))           pusher friction (normal force lambda lagged a step)
+
+where ``v_i`` is cell i's velocity, ``v_c`` the object's velocity at the contact point,
+``phi`` the gap to the pusher after its move ``dt u`` (``u``: the commanded pusher velocity;
+the pusher is kinematic, like the fine model's stiff velocity servo), ``n``/``t`` the
+contact normal/tangent and ``s(x) = sqrt(|x|^2 + eps^2) - eps`` the Coulomb norm smoothed
+below ``eps`` m/s. Then ``q' = q + dt v'`` (semi-implicit Euler).
+
+Solving: Newton steps with a step choice among the Newton step (1, 1/2, 1/4) and the
+majorise-minimise step (the friction norms replaced by their quadratic upper bounds), all
+evaluated together, so every iteration decreases ``E``. Gradients: the solver runs without
+autograd and one last Newton step from the (detached) solution is differentiated, which is
+the implicit-function theorem's derivative ``dv'/dtheta = -H^-1 dG/dtheta`` at the solution.
+Everything is batched over pushes (and hypotheses) along the first dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from parapush.identification.cell_grid import CellGrid
+from parapush.settings import check_settings, setting
+from parapush.validation import check_positive
+
+CANDIDATE_STEPS = (1.0, 0.5, 0.25)
+"""Fractions of the Newton step tried at every iteration (with the majorise-minimise step and no step)."""
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch on one thread meanwhile: the model's tensors are small (a few hundred numbers per
+    operation), so intra-op threads only add overhead, five-fold on a loaded 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridModelSettings:
+    """The differentiable sliding model (each field's meaning, unit and range: its :func:`setting`)."""
+
+    timestep: float = setting(0.025, "time step dt of the differentiable model", unit="s", above=0.0,
+                              maximum=0.1)
+    friction_smoothing: float = setting(
+        0.002, "speed eps below which Coulomb friction is smoothed", unit="m/s", above=0.0, maximum=0.1
+    )
+    contact_stiffness: float = setting(3.0e4, "pusher contact penalty stiffness k", unit="N/m", above=0.0)
+    solver_iterations: int = setting(
+        4, "Newton iterations per time step (4: converged to < 1 um on the tests)", minimum=1, maximum=100
+    )
+    gravity: float = setting(9.81, "gravity g", unit="m/s^2", above=0.0)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+@dataclass
+class _StepTerms:
+    """What one step's potential needs (batch B, K cells), built once per step."""
+
+    previous: torch.Tensor  # (B, 3) twist v
+    mass_matrix: torch.Tensor  # (B, 3, 3)
+    offsets: torch.Tensor  # (B, K, 2) cell centres relative to the body origin, table frame, m
+    cell_gram: torch.Tensor  # (B, K, 3, 3) J_i^T J_i of the cell velocity Jacobians J_i = [[1, 0, -r_y], [0, 1, r_x]]
+    friction_weight: torch.Tensor  # (B, K) dt g mu_i m_i, N s
+    normal_row: torch.Tensor  # (B, 3) n . v_c = normal_row . v'
+    tangent_row: torch.Tensor  # (B, 3)
+    tangent_pusher: torch.Tensor  # (B,) t . u, m/s
+    gap: torch.Tensor  # (B,) phi, m
+    pusher_weight: torch.Tensor  # (B,) dt mu_p lambda, N s
+
+
+class GridSlidingModel:
+    """Simulates pushes of one :class:`CellGrid` object by a cylindrical pusher.
+
+    Args:
+        grid: the object's cells and outline.
+        pusher_radius: m.
+        settings: the model (default :class:`GridModelSettings`).
+        dtype: torch dtype of every tensor (float64 for gradient checks).
+    """
+
+    def __init__(self, grid: CellGrid, pusher_radius: float, settings: GridModelSettings | None = None,
+                 dtype: torch.dtype = torch.float64) -> None:
+        if not isinstance(grid, CellGrid):
+            raise TypeError(f"grid: expected CellGrid, got {type(grid).__name__}")
+        self.settings = GridModelSettings() if settings is None else settings
+        if not isinstance(self.settings, GridModelSettings):
+            raise TypeError(f"settings: expected GridModelSettings, got {type(self.settings).__name__}")
+        self.grid = grid
+        self.pusher_radius = check_positive("pusher_radius", pusher_radius)
+        self.dtype = dtype
+        self.centers = torch.tensor(np.array(grid.centers), dtype=dtype)
+        self.cell_moment = torch.as_tensor(np.sum(grid.centers**2, axis=1) + grid.cell_size**2 / 6.0, dtype=dtype)
+        circles = [(*part.center, part.radius) for part in grid.parts if part.shape == "cylinder"]
+        boxes = [(*part.center, *part.half_extents) for part in grid.parts if part.shape == "box"]
+        self._circles = torch.tensor(circles, dtype=dtype).reshape(-1, 3)
+        self._boxes = torch.tensor(boxes, dtype=dtype).reshape(-1, 4)
+
+    # -- geometry ---------------------------------------------------------------------------
+    def outline_distance(self, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Signed distance (B,) m and outward unit normal (B, 2) of body-frame points (B, 2) to the outline."""
+        distances, normals = [], []
+        if self._circles.shape[0]:
+            offset = points[:, None, :] - self._circles[None, :, :2]
+            length = torch.linalg.vector_norm(offset, dim=-1).clamp_min(1e-12)
+            distances.append(length - self._circles[None, :, 2])
+            normals.append(offset / length[..., None])
+        if self._boxes.shape[0]:
+            offset = points[:, None, :] - self._boxes[None, :, :2]
+            excess = offset.abs() - self._boxes[None, :, 2:]
+            outside = excess.clamp_min(0.0)
+            length = torch.linalg.vector_norm(outside, dim=-1)
+            distances.append(length + excess.max(dim=-1).values.clamp_max(0.0))
+            sign = torch.where(offset >= 0.0, 1.0, -1.0).to(points.dtype)
+            inside_axis = torch.nn.functional.one_hot(excess.argmax(dim=-1), 2).to(points.dtype)
+            normals.append(torch.where((length > 0.0)[..., None], outside / length.clamp_min(1e-12)[..., None],
+                                       inside_axis) * sign)
+        distance, normal = torch.cat(distances, dim=1), torch.cat(normals, dim=1)
+        nearest = distance.argmin(dim=1)
+        rows = torch.arange(points.shape[0])
+        return distance[rows, nearest], normal[rows, nearest]
+
+    # -- one step ---------------------------------------------------------------------------
+    def _terms(self, pose, twist, pusher_next, control, normal_force, cell_mass, cell_friction,
+               pusher_friction) -> _StepTerms:
+        dt = self.settings.timestep
+        cos, sin = torch.cos(pose[:, 2]), torch.sin(pose[:, 2])
+        rotation = torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], -2)  # (B, 2, 2)
+        offsets = torch.einsum("bij,kj->bki", rotation, self.centers)
+        total = cell_mass.sum(dim=1)
+        first = torch.einsum("bk,bki->bi", cell_mass, offsets)
+        moment = (cell_mass * self.cell_moment).sum(dim=1)
+        zero = torch.zeros_like(total)
+        mass_matrix = torch.stack([
+            torch.stack([total, zero, -first[:, 1]], -1),
+            torch.stack([zero, total, first[:, 0]], -1),
+            torch.stack([-first[:, 1], first[:, 0], moment], -1),
+        ], -2)
+        relative = pusher_next - pose[:, :2]
+        local = torch.einsum("bji,bj->bi", rotation, relative)  # R^T (p' - x)
+        distance, local_normal = self.outline_distance(local)
+        normal = torch.einsum("bij,bj->bi", rotation, local_normal)
+        contact = relative - self.pusher_radius * normal  # contact point relative to the body origin
+        tangent = torch.stack([-normal[:, 1], normal[:, 0]], -1)
+
+        def row(direction: torch.Tensor) -> torch.Tensor:
+            return torch.stack([direction[:, 0], direction[:, 1],
+                                contact[:, 0] * direction[:, 1] - contact[:, 1] * direction[:, 0]], -1)
+
+        one, zeros = torch.ones_like(offsets[..., 0]), torch.zeros_like(offsets[..., 0])
+        jacobian = torch.stack([torch.stack([one, zeros, -offsets[..., 1]], -1),
+                                torch.stack([zeros, one, offsets[..., 0]], -1)], -2)
+        return _StepTerms(
+            previous=twist,
+            mass_matrix=mass_matrix,
+            offsets=offsets,
+            cell_gram=torch.einsum("bkci,bkcj->bkij", jacobian, jacobian),
+            friction_weight=dt * self.settings.gravity * cell_friction * cell_mass,
+            normal_row=row(normal),
+            tangent_row=row(tangent),
+            tangent_pusher=(tangent * control).sum(-1),
+            gap=distance - self.pusher_radius,
+            pusher_weight=dt * pusher_friction * normal_force,
+        )
+
+    @staticmethod
+    def _cell_velocities(terms: _StepTerms, twist: torch.Tensor) -> torch.Tensor:
+        """(B, C, K, 2) cell velocities of candidate twists (B, C, 3)."""
+        offsets = terms.offsets[:, None]
+        spin = twist[..., 2:3]
+        return torch.stack([twist[..., 0:1] - spin * offsets[..., 1], twist[..., 1:2] + spin * offsets[..., 0]], -1)
+
+    def _violation(self, terms: _StepTerms, twist: torch.Tensor) -> torch.Tensor:
+        """(B, C) m, penetration after the step of candidate twists (B, C, 3)."""
+        along = (twist * terms.normal_row[:, None]).sum(-1)
+        return (self.settings.timestep * along - terms.gap[:, None]).clamp_min(0.0)
+
+    def _energy(self, terms: _StepTerms, twist: torch.Tensor) -> torch.Tensor:
+        """(B, C) J, the step's potential E of candidate twists (B, C, 3)."""
+        eps = self.settings.friction_smoothing
+        change = twist - terms.previous[:, None]
+        inertia = 0.5 * torch.einsum("bci,bij,bcj->bc", change, terms.mass_matrix, change)
+        speeds = torch.sqrt((self._cell_velocities(terms, twist) ** 2).sum(-1) + eps**2) - eps
+        support = (terms.friction_weight[:, None] * speeds).sum(-1)
+        contact = 0.5 * self.settings.contact_stiffness * self._violation(terms, twist) ** 2
+        slip = (twist * terms.tangent_row[:, None]).sum(-1) - terms.tangent_pusher[:, None]
+        pusher = terms.pusher_weight[:, None] * (torch.sqrt(slip**2 + eps**2) - eps)
+        return inertia + support + contact + pusher
+
+    def _derivatives(self, terms: _StepTerms, twist: torch.Tensor):
+        """Gradient (B, 3), Hessian (B, 3, 3) and majorising Hessian (B, 3, 3) of E at twists (B, 3)."""
+        eps, dt, stiffness = self.settings.friction_smoothing, self.settings.timestep, self.settings.contact_stiffness
+        velocities = self._cell_velocities(terms, twist[:, None])[:, 0]  # (B, K, 2)
+        offsets = terms.offsets
+        norms = torch.sqrt((velocities**2).sum(-1) + eps**2)
+        scale = terms.friction_weight / norms  # (B, K)
+        # J_i^T v_i with J_i = [[1, 0, -r_y], [0, 1, r_x]]
+        projected = torch.stack([velocities[..., 0], velocities[..., 1],
+                                 offsets[..., 0] * velocities[..., 1] - offsets[..., 1] * velocities[..., 0]], -1)
+        gradient = terms.mass_matrix @ (twist - terms.previous)[..., None]
+        gradient = gradient[..., 0] + torch.einsum("bk,bki->bi", scale, projected)
+        majorant = terms.mass_matrix + torch.einsum("bk,bkij->bij", scale, terms.cell_gram)
+        hessian = majorant - torch.einsum("bk,bki,bkj->bij", scale / norms**2, projected, projected)
+        violation = self._violation(terms, twist[:, None])[:, 0]
+        normal_outer = terms.normal_row[:, :, None] * terms.normal_row[:, None, :]
+        gradient = gradient + (stiffness * dt * violation)[:, None] * terms.normal_row
+        contact_curvature = stiffness * dt**2 * normal_outer
+        majorant = majorant + contact_curvature
+        hessian = hessian + (violation > 0.0).to(twist.dtype)[:, None, None] * contact_curvature
+        slip = (twist * terms.tangent_row).sum(-1) - terms.tangent_pusher
+        slip_norm = torch.sqrt(slip**2 + eps**2)
+        tangent_outer = terms.tangent_row[:, :, None] * terms.tangent_row[:, None, :]
+        gradient = gradient + (terms.pusher_weight * slip / slip_norm)[:, None] * terms.tangent_row
+        majorant = majorant + (terms.pusher_weight / slip_norm)[:, None, None] * tangent_outer
+        hessian = hessian + (terms.pusher_weight * eps**2 / slip_norm**3)[:, None, None] * tangent_outer
+        return gradient, hessian, majorant
+
+    def step(self, pose, twist, pusher, control, normal_force, cell_mass, cell_friction, pusher_friction):
+        """One time step of a batch.
+
+        Args:
+            pose: (B, 3) object pose (x m, y m, yaw rad), table frame.
+            twist: (B, 3) its twist (m/s, m/s, rad/s) at the body origin.
+            pusher: (B, 2) m, pusher position.
+            control: (B, 2) m/s, pusher velocity during the step.
+            normal_force: (B,) N, the pusher contact's normal force of the previous step.
+            cell_mass: (B, K) kg; cell_friction: (B, K); pusher_friction: (B,).
+        Returns:
+            (pose, twist, pusher, normal_force) after the step, differentiable.
+        """
+        pusher_next = pusher + self.settings.timestep * control
+        terms = self._terms(pose, twist, pusher_next, control, normal_force, cell_mass, cell_friction,
+                            pusher_friction)
+        with torch.no_grad():
+            frozen = _StepTerms(**{name: value.detach() for name, value in vars(terms).items()})
+            current = twist.detach()
+            for _ in range(self.settings.solver_iterations):
+                gradient, hessian, majorant = self._derivatives(frozen, current)
+                newton = torch.linalg.solve(hessian, gradient)
+                majorised = torch.linalg.solve(majorant, gradient)
+                candidates = torch.stack([current, current - majorised,
+                                          *(current - fraction * newton for fraction in CANDIDATE_STEPS)], 1)
+                best = self._energy(frozen, candidates).argmin(dim=1)
+                current = candidates[torch.arange(candidates.shape[0]), best]
+        gradient, hessian, _ = self._derivatives(terms, current)
+        twist_next = current - torch.linalg.solve(hessian, gradient)
+        force = self.settings.contact_stiffness * self._violation(terms, twist_next[:, None])[:, 0]
+        return pose + self.settings.timestep * twist_next, twist_next, pusher_next, force
+
+    def steps_for(self, duration: float) -> int:
+        """Time steps in ``duration`` s (a whole number of ``timestep``; ValueError otherwise)."""
+        steps = round(duration / self.settings.timestep)
+        if steps < 1 or abs(steps * self.settings.timestep - duration) > 1e-9:
+            raise ValueError(f"durations: {duration} s is not a whole number of {self.settings.timestep} s steps")
+        return steps
+
+    def rollout(self, pose, twist, pusher, controls, durations, cell_mass, cell_friction, pusher_friction):
+        """Open-loop simulation of a batch of pushes.
+
+        Args:
+            pose: (B, 3), twist: (B, 3), pusher: (B, 2): the start (see :meth:`step`).
+            controls: (B, T, 2) m/s, pusher velocity per control.
+            durations: (T,) s, each a whole number of time steps, shared by the batch.
+            cell_mass: (B, K) or (K,) kg; cell_friction: (B, K) or (K,); pusher_friction: (B,) or scalar.
+        Returns:
+            (poses (B, T + 1, 3), pushers (B, T + 1, 2)): at the control boundaries.
+        """
+        pose, twist, pusher, controls = (torch.as_tensor(value, dtype=self.dtype)
+                                         for value in (pose, twist, pusher, controls))
+        batch = pose.shape[0]
+        cell_mass = torch.as_tensor(cell_mass, dtype=self.dtype).expand(batch, self.grid.count)
+        cell_friction = torch.as_tensor(cell_friction, dtype=self.dtype).expand(batch, self.grid.count)
+        pusher_friction = torch.as_tensor(pusher_friction, dtype=self.dtype).expand(batch)
+        force = torch.zeros(batch, dtype=self.dtype)
+        poses, pushers = [pose], [pusher]
+        with one_torch_thread():
+            for index, duration in enumerate(np.asarray(durations, dtype=float).reshape(-1)):
+                for _ in range(self.steps_for(float(duration))):
+                    pose, twist, pusher, force = self.step(pose, twist, pusher, controls[:, index], force,
+                                                           cell_mass, cell_friction, pusher_friction)
+                poses.append(pose)
+                pushers.append(pusher)
+        return torch.stack(poses, 1), torch.stack(pushers, 1)

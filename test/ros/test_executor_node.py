@@ -400,6 +400,8 @@ def test_a_dropped_pusher_latches_a_stop_within_one_control_with_the_reason(rig,
         dropped, position = time.monotonic(), harness.position.copy()
     wait_until(lambda: node.executor_core.stop_latched, 1.0, what="a latched stop")
     latched = time.monotonic()
+    # the zero command is sent when the stop latches and reaches the fake arm over DDS a moment later
+    wait_until(lambda: any(t.is_zero for t in harness.received(dropped)), 1.0, what="a zero command")
     zero = next(t for t in harness.received(dropped) if t.is_zero)
     print(f"\n[dropped pusher] stop latched {(latched - dropped) * 1e3:.0f} ms, zero command "
           f"{(zero.receipt - dropped) * 1e3:.0f} ms after the drop (control: 1 s at 50 mm/s)")

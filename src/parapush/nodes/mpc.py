@@ -54,6 +54,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from rclpy.serialization import deserialize_message
 
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
@@ -136,9 +137,13 @@ class MpcNode(Node):
         self._events: list[str] = []  # what happened since the last feedback
         self._service_seen = False  # later goals wait for the service only a call's deadline
         self._state_lock = threading.Lock()
+        # scene_state arrives at the mocap rate (120 Hz) while a re-plan runs in this process: the
+        # callback only keeps the CDR bytes (raw); a state is deserialized when the loop looks at it.
+        self._latest_raw: tuple[float, bytes | None] = (0.0, None)
         self._latest: tuple[float, SceneState | None] = (0.0, None)
+        self._decoded: bytes | None = None  # the bytes self._latest was deserialized from
         self.create_subscription(SceneState, "scene_state", self._on_state, 10,
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+                                 callback_group=MutuallyExclusiveCallbackGroup(), raw=True)
         self._executor_stop: str | None = None  # the executor's reason while it holds a latched stop
         self.create_subscription(DiagnosticStatus, "executor_status", self._on_executor_status,
                                  QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL),
@@ -176,9 +181,10 @@ class MpcNode(Node):
                 weights_path=self.model_config.learned_weights, fine_settings=self.model_config.fine)
         return self._coarse[preset.coarse_resolves_overlaps]
 
-    def _on_state(self, message: SceneState) -> None:
+    def _on_state(self, data: bytes) -> None:
+        received = time.monotonic()
         with self._state_lock:
-            self._latest = (time.monotonic(), message)
+            self._latest_raw = (received, data)
 
     def _on_executor_status(self, message: DiagnosticStatus) -> None:
         latched = any(value.key == "stop_latched" and value.value == "True" for value in message.values)
@@ -191,7 +197,11 @@ class MpcNode(Node):
             return self._executor_stop
 
     def latest_state(self) -> tuple[float, SceneState | None]:
+        """(monotonic s when received, the last ``scene_state`` message or None before the first)."""
         with self._state_lock:
+            received, data = self._latest_raw
+            if data is not None and data is not self._decoded:
+                self._latest, self._decoded = (received, deserialize_message(data, SceneState)), data
             return self._latest
 
     def _on_goal(self, goal: PushObject.Goal) -> GoalResponse:

@@ -6,7 +6,9 @@ executes (:class:`~parapush.planning.pipelined_mpc.PipelinedMpcLoop`, multi-fide
 planner), ``isrr2019`` plans, then executes. Both run through
 :func:`parapush.planning.task_run.run_task` on a
 :class:`~parapush.nodes.mpc_world.RosAsyncWorld`: states from ``scene_state`` (the state
-estimator), controls to the executor on ``controls``.
+estimator), controls to the executor on ``controls``. A goal's loop runs in a thread of its
+own while the node spins single-threaded (its callbacks only store the latest scene state's
+bytes, flags and answers), so a re-plan competes with as little of this process as possible.
 
 Predictions: the loop's model (the multi-fidelity planner's corrector) is the node's
 predictor, from the prediction service (``prediction_source: service``) or from a local
@@ -55,6 +57,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.serialization import deserialize_message
+from rclpy.task import Future
 
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
@@ -99,6 +102,9 @@ PARAMETERS = (
                   minimum=0.0, maximum=3600.0),
 )
 
+CLOSE_TIMEOUT = 2.0
+"""s that ``close`` waits for a running goal to stop the pusher and end."""
+
 _OUTCOMES = {
     MpcOutcome.SUCCESS: PushObject.Result.OUTCOME_SUCCESS,
     MpcOutcome.OBSTACLE_HIT: PushObject.Result.OUTCOME_OBSTACLE_HIT,
@@ -113,7 +119,11 @@ _OUTCOMES = {
 class MpcNode(Node):
     """Serves ``push_object``; one goal at a time."""
 
-    BLOCKING_CALLBACKS = True  # the goal runs the whole MPC loop inside its callback
+    # No callback blocks: a goal's MPC loop runs in a thread of its own (_execute), so the node spins
+    # single-threaded (node_main.make_executor). Measured in the demo (2 cores): with the loop inside
+    # a MultiThreadedExecutor callback, its dispatch of 120 Hz scene states and service answers
+    # cost the process 2-5x the planning thread's CPU while a re-plan ran.
+    BLOCKING_CALLBACKS = False
 
     def __init__(self, **node_options) -> None:
         super().__init__("mpc", **node_options)
@@ -152,6 +162,8 @@ class MpcNode(Node):
         self.plan_publisher = self.create_publisher(PredictedTrajectory, "planned_trajectory", 10)
         self._busy = threading.Lock()
         self._closing = threading.Event()
+        self._goal_done = self.create_guard_condition(lambda: None)  # wakes the executor when a goal ends
+        self._goal_thread: threading.Thread | None = None
         self._action = ActionServer(
             self,
             PushObject,
@@ -270,7 +282,23 @@ class MpcNode(Node):
         self.get_logger().warning(sentence)
         self._events.append(sentence)
 
-    def _execute(self, goal_handle):
+    async def _execute(self, goal_handle):
+        """The action's execute callback: runs the goal in its own thread (the executor keeps
+        delivering scene states, service answers and cancel requests meanwhile) and awaits it."""
+        finished = Future()
+
+        def run() -> None:
+            try:
+                finished.set_result(self._execute_goal(goal_handle))
+            except BaseException as error:  # noqa: BLE001 - handed to the awaiting callback
+                finished.set_exception(error)
+            self._goal_done.trigger()  # the executor resumes this callback on its next wake-up
+
+        self._goal_thread = threading.Thread(target=run, name="push_object goal", daemon=True)
+        self._goal_thread.start()
+        return await finished
+
+    def _execute_goal(self, goal_handle):
         try:  # _busy was taken when the goal was accepted
             return self._run_goal(goal_handle)
         except Exception as error:  # noqa: BLE001 - a goal always gets a result with its reason
@@ -377,11 +405,14 @@ class MpcNode(Node):
                                               stamp=self.get_clock().now().nanoseconds * 1e-9)
 
     def close(self) -> None:
+        """Stop a running goal (the pusher stops) and wait for its thread, while the node can still publish."""
         self._closing.set()  # the running goal's world sees it and stops the pusher
         for model in (self.model, self._local_engine):
             close = getattr(model, "close", None)
             if callable(close):
                 close()
+        if self._goal_thread is not None:
+            self._goal_thread.join(timeout=CLOSE_TIMEOUT)
 
 
 def main(args=None) -> int:

@@ -30,8 +30,9 @@ class ServicePrediction:
     """``predict()`` through the ``predict_trajectory`` service.
 
     Args:
-        node: the node that owns the client (it must be spun by a multi-threaded executor,
-            since ``predict`` blocks while the answer arrives on another thread).
+        node: the node that owns the client; ``predict`` blocks until the answer arrives, so it
+            must be called from a thread other than the one spinning the node (the MPC node runs
+            its goals in a thread of their own).
         scene: the scene both sides use.
         model: "parareal", "coarse" or "fine", or None: the service's configured model.
         iterations: Parareal iterations K, or None: the service's configured K (capped at N).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
@@ -84,9 +85,17 @@ class McapRecorder:
         path: the MCAP file to write (parent folders are created).
         topics: {topic name: message class}.
         sensor_topics: topics subscribed with the sensor-data (best effort) QoS.
+        listeners: {topic: called with each message's CDR bytes after it is written}, so a
+            program that also reads a recorded topic needs no second subscription (each costs
+            a deserialization and an executor dispatch per message); every topic must be in ``topics``.
     """
 
-    def __init__(self, node: Node, path: Path, topics: dict[str, type], *, sensor_topics: tuple[str, ...] = ()):
+    def __init__(self, node: Node, path: Path, topics: dict[str, type], *, sensor_topics: tuple[str, ...] = (),
+                 listeners: dict[str, Callable[[bytes], None]] | None = None):
+        listeners = dict(listeners or {})
+        unknown = sorted(set(listeners) - set(topics))
+        if unknown:
+            raise ValueError(f"listeners: topics {unknown} are not recorded (topics: {sorted(topics)})")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
@@ -106,11 +115,11 @@ class McapRecorder:
             qos = qos_profile_sensor_data if topic in sensor_topics else QoSProfile(depth=50)
             self._subscriptions.append(
                 node.create_subscription(
-                    message_type, topic, self._writer_for(topic, channel), qos, raw=True
+                    message_type, topic, self._writer_for(topic, channel, listeners.get(topic)), qos, raw=True
                 )
             )
 
-    def _writer_for(self, topic: str, channel: int):
+    def _writer_for(self, topic: str, channel: int, listener: Callable[[bytes], None] | None):
         def write(data: bytes) -> None:
             now = time.time_ns()
             with self._lock:
@@ -119,6 +128,8 @@ class McapRecorder:
                 self._writer.add_message(channel, log_time=now, data=data, publish_time=now,
                                          sequence=self.counts[topic])
                 self.counts[topic] += 1
+            if listener is not None:
+                listener(data)
         return write
 
     def close(self) -> None:

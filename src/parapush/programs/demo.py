@@ -47,7 +47,8 @@ from nav_msgs.msg import Path as PathMessage
 from parareal_pushing.action import PushObject
 from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
 from rclpy.action import ActionClient
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import Float64
 from visualization_msgs.msg import MarkerArray
 
@@ -90,40 +91,52 @@ class DemoError(RuntimeError):
 
 
 class Observer:
-    """Keeps the observed (and true) scene states and the last plan, for the plot and metrics."""
+    """Keeps the observed (and true) scene states and the last plan, for the plot and metrics.
 
-    def __init__(self, node, scene) -> None:
+    Fed by the recorder (:attr:`listeners`: CDR bytes of recorded topics, no subscriptions of
+    its own); the states are deserialized when asked for, after the run, not at 120 Hz during it.
+    """
+
+    def __init__(self, scene) -> None:
         self.scene = scene
         self.lock = threading.Lock()
-        self.observed: list[np.ndarray] = []
-        self.true_states: list[np.ndarray] = []
-        self.last_plan: np.ndarray | None = None
-        node.create_subscription(SceneState, "/scene_state", lambda m: self._keep(m, self.observed), 50)
-        node.create_subscription(SceneState, "/sim/true_state", lambda m: self._keep(m, self.true_states), 50)
-        node.create_subscription(PredictedTrajectory, "/planned_trajectory", self._plan, 10)
+        self.observed: list[bytes] = []
+        self.true_states: list[bytes] = []
+        self._last_plan: bytes | None = None
         self.executor_diagnostics = threading.Event()
-        node.create_subscription(DiagnosticArray, "/diagnostics", self._diagnostics, 10)
+        self.listeners = {
+            "/scene_state": self.observed.append,
+            "/sim/true_state": self.true_states.append,
+            "/planned_trajectory": self._plan,
+            "/diagnostics": self._diagnostics,
+        }
 
-    def _diagnostics(self, message: DiagnosticArray) -> None:
-        if any("executor" in status.name for status in message.status):
-            self.executor_diagnostics.set()
+    def _diagnostics(self, data: bytes) -> None:
+        if not self.executor_diagnostics.is_set():
+            message = deserialize_message(data, DiagnosticArray)
+            if any("executor" in status.name for status in message.status):
+                self.executor_diagnostics.set()
 
-    def _keep(self, message: SceneState, into: list) -> None:
-        try:
-            state = msg_to_snapshot(message, self.scene).state
-        except MessageError:
-            return
+    def _plan(self, data: bytes) -> None:
         with self.lock:
-            into.append(state)
+            self._last_plan = data
 
-    def _plan(self, message: PredictedTrajectory) -> None:
+    @property
+    def last_plan(self) -> np.ndarray | None:
         with self.lock:
-            self.last_plan = trajectory_from_msg(message, self.scene)
+            data = self._last_plan
+        return None if data is None else trajectory_from_msg(deserialize_message(data, PredictedTrajectory), self.scene)
 
     def states(self) -> np.ndarray:
         with self.lock:
-            chosen = self.true_states or self.observed
-            return np.array(chosen) if chosen else np.empty((0, self.scene.layout.dimension))
+            chosen = list(self.true_states or self.observed)
+        states = []
+        for data in chosen:
+            try:
+                states.append(msg_to_snapshot(deserialize_message(data, SceneState), self.scene).state)
+            except MessageError:
+                continue
+        return np.array(states) if states else np.empty((0, self.scene.layout.dimension))
 
 
 def _share(part: float, whole: float) -> str:
@@ -173,11 +186,13 @@ def run_demo(options: argparse.Namespace) -> int:
     os.environ.update(bringup.child_environment())  # this program's node joins the stack's network
     rclpy.init()
     node = rclpy.create_node("demo")
-    executor = MultiThreadedExecutor(num_threads=4)
+    # single-threaded: no callback of this node blocks (node_main.make_executor: the multi-threaded
+    # one costs the most CPU per message, and this node receives every recorded topic)
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, daemon=True)
-    recorder = McapRecorder(node, out / "recording.mcap", RECORDED_TOPICS)
-    observer = Observer(node, scene)
+    observer = Observer(scene)
+    recorder = McapRecorder(node, out / "recording.mcap", RECORDED_TOPICS, listeners=observer.listeners)
     # before the spinner: rclpy's executor may read a half-built ActionClient ('_lock' missing)
     client = ActionClient(node, PushObject, "/push_object")
     injector = FaultInjector(node, bringup, FAULTS[options.fault], scene.target) if options.fault else None

@@ -60,6 +60,7 @@ from parapush.planning import MpcStep, load_planner_config
 from parapush.planning.async_world import BlockingWorld, VirtualClockWorld
 from parapush.planning.presets import DEFAULT_PRESET, PlannerPreset, planner_preset
 from parapush.scene import Scene, load_scene
+from parapush.settings import settings_from_mapping
 from parapush.sim.world import SimWorld, WorldSettings
 from parapush.sim.world_physics import SimWorldPhysics
 
@@ -117,7 +118,7 @@ def world_settings(seed: int) -> WorldSettings:
 
     data = dict(read_yaml(SIM_CONFIG, ValueError, "sim world config").get("world") or {})
     data["seed"] = seed
-    return WorldSettings.from_mapping(data, "world")
+    return settings_from_mapping(WorldSettings, data, "world")
 
 
 # -- timing proxies -------------------------------------------------------------------------------

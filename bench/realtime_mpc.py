@@ -60,7 +60,7 @@ from parapush.planning import MpcStep, load_planner_config
 from parapush.planning.async_world import BlockingWorld, VirtualClockWorld
 from parapush.planning.presets import DEFAULT_PRESET, PlannerPreset, planner_preset
 from parapush.scene import Scene, load_scene
-from parapush.settings import settings_from_mapping
+from parapush.sim.driver_settings import load_driver_settings
 from parapush.sim.world import SimWorld, WorldSettings
 from parapush.sim.world_physics import SimWorldPhysics
 
@@ -114,11 +114,7 @@ def scene_kind(scene: Scene) -> str:
 
 def world_settings(seed: int) -> WorldSettings:
     """``config/sim_world.yaml``'s world section (its noise defaults) with the run's seed."""
-    from parapush.yaml_file import read_yaml
-
-    data = dict(read_yaml(SIM_CONFIG, ValueError, "sim world config").get("world") or {})
-    data["seed"] = seed
-    return settings_from_mapping(WorldSettings, data, "world")
+    return dataclasses.replace(load_driver_settings(SIM_CONFIG).world, seed=seed)
 
 
 # -- timing proxies -------------------------------------------------------------------------------

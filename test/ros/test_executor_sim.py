@@ -153,8 +153,11 @@ class Client:
         return self._fresh("sim_values", timeout, "simulated driver diagnostics")
 
     def connected(self) -> bool:
-        """The executor's twist publisher and controls subscription are matched with ours."""
-        return self.twist_subscription.get_publisher_count() >= 1 and self.publisher.get_subscription_count() >= 1
+        """The executor's twist publisher and controls subscription are matched with ours, and the
+        twist topic has the simulated arm's subscription besides ours (a first push sent before
+        the arm subscribed would not move it, and the executor's motion check would latch a stop)."""
+        return (self.twist_subscription.get_publisher_count() >= 1 and self.publisher.get_subscription_count() >= 1
+                and self.node.count_subscribers(TWIST_TOPIC) >= 2)
 
     def received(self, since: float) -> list[tuple[float, np.ndarray]]:
         with self.lock:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from parapush.learning.coarse_learned import (
+    FINE_SETTINGS_BEFORE_RECORDED,
     FineSettingsMismatchWarning,
     LearnedCoarseModel,
     fine_settings_mismatches,
@@ -271,5 +272,7 @@ def test_shipped_weights_were_trained_on_the_current_fine_model_and_scene_defaul
     from parapush.physics.fine_settings import FineSettings
 
     metadata = load_network(shipped_weights_path()).metadata
-    assert metadata["dataset"]["fine_settings"] == asdict(FineSettings())
+    # fields added since (FINE_SETTINGS_BEFORE_RECORDED) count with the value they stand for
+    assert fine_settings_mismatches(metadata["dataset"]["fine_settings"], FineSettings()) == []
+    assert set(metadata["dataset"]["fine_settings"]) | set(FINE_SETTINGS_BEFORE_RECORDED) == set(asdict(FineSettings()))
     assert metadata["geometry"] == default_geometry(4).to_dict()

@@ -67,6 +67,10 @@ UNCHECKED_FINE_SETTINGS = ("speed_limit",)
 """FineSettings fields that do not change the simulated pushes (only which rows are marked
 unstable), so a difference in them is not a mismatch."""
 
+FINE_SETTINGS_BEFORE_RECORDED = {"object_tilt": False}
+"""FineSettings fields added after weights recorded their training settings, with the value
+every such training used (the field did not exist: the model had no such option)."""
+
 
 class FineSettingsMismatchWarning(UserWarning):
     """The fine settings a learned coarse model is used with are not those of its training data."""
@@ -87,6 +91,8 @@ def fine_settings_mismatches(trained: Any, settings: FineSettings) -> list[str]:
     mismatches = []
     for name in (item.name for item in fields(FineSettings) if item.name not in UNCHECKED_FINE_SETTINGS):
         value = getattr(settings, name)
+        if name not in trained and name in FINE_SETTINGS_BEFORE_RECORDED:
+            trained = {**trained, name: FINE_SETTINGS_BEFORE_RECORDED[name]}
         if name not in trained:
             mismatches.append(f"fine_settings.{name}: {value!r} (trained: not recorded)")
             continue

@@ -54,6 +54,16 @@ class FineSettings:
         pusher_servo_ratio: timestep * kv / (pusher mass + armature) of the pusher's
             velocity servo, in (0, 2); 1 makes an explicit Euler step dead-beat.
         speed_limit: a final body speed above this (m/s or rad/s) marks the row as unstable.
+        object_tilt: give every object roll and pitch hinges (after its yaw), so that its table
+            contacts share its weight as a resting rigid body's do: by the contacts' compliance
+            and the balance of moments. Without them (the default, the papers' planar model
+            with a vertical slide) the share of each contact is statically undetermined and
+            MuJoCo's solver picks the one that resists the motion most: a box pushed 3 cm off
+            its centre at 5 cm/s turns 7 deg in 1.5 s, with tilt 19.5 deg, and Coulomb friction
+            with a quarter of the weight on each corner (the differentiable model of
+            :mod:`parapush.identification.grid_model`) 19.1 deg
+            (``test_physics_object_tilt.py``). Centred pushes are the same either way. The
+            shipped learned coarse model was trained without tilt.
     """
 
     timestep: float = setting(0.001, "fine-model time step", unit="s", above=0.0, maximum=0.01)
@@ -67,6 +77,10 @@ class FineSettings:
                                         above=0.0, below=2.0)
     speed_limit: float = setting(20.0, "a final body speed above this marks the row unstable", unit="m/s or rad/s",
                                  above=0.0)
+
+    object_tilt: bool = setting(
+        False, "roll and pitch hinges on every object (its table contacts share its weight as a rigid body's do)"
+    )
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -12,7 +12,11 @@ The model (world frame = table frame, z up, table top at z = 0):
   exists only so that the table contact carries the object's weight: with pure planar
   joints the contact normal has no degree of freedom to act on and the Coulomb friction
   would not scale with the weight. Object (x, y, yaw) and their rates are the joints'
-  qpos/qvel directly (bodies sit at the origin, qpos0 = 0).
+  qpos/qvel directly (bodies sit at the origin, qpos0 = 0). With
+  ``FineSettings.object_tilt`` two more hinges follow the yaw, roll about the body's x and
+  pitch about its y (small: the contacts' compliance), so the weight is shared among the
+  table contacts as on a rigid body resting on them; the planar state leaves them out (a
+  state sets them to 0).
   Cylinders rest on the plane with MuJoCo's cylinder/plane collider (3 rim contacts),
   boxes with the box/plane collider (4 corners). An object with patches
   (``ObjectSpec.patches``: regions with their own mass and support friction) is the same
@@ -121,6 +125,9 @@ def _add_object(
     _element(body, "joint", name=f"{name}_y", type="slide", axis="0 1 0")
     _element(body, "joint", name=f"{name}_z", type="slide", axis="0 0 1")
     _element(body, "joint", name=f"{name}_yaw", type="hinge", axis="0 0 1")
+    if settings.object_tilt:
+        _element(body, "joint", name=f"{name}_roll", type="hinge", axis="1 0 0")
+        _element(body, "joint", name=f"{name}_pitch", type="hinge", axis="0 1 0")
     half_height = 0.5 * spec.height
     # A uniform object: its inertial given; with patches MuJoCo sums the geoms' (support: the
     # mass spread over the footprint, each patch: its own mass), so the centre of mass moves.
@@ -175,7 +182,8 @@ def scene_to_mjcf(scene: Scene, settings: FineSettings, *, gravity_compensated: 
     object's ``body_gravcomp`` back to 0 simulates it exactly as the plain model does.
 
     Bodies: ``pusher`` (joints ``pusher_x``, ``pusher_y``; actuators ``pusher_vx``,
-    ``pusher_vy``), ``object<i>`` (joints ``object<i>_x|_y|_z|_yaw``), ``obstacle<j>``.
+    ``pusher_vy``), ``object<i>`` (joints ``object<i>_x|_y|_z|_yaw``,
+    then ``_roll|_pitch`` with ``object_tilt``), ``obstacle<j>``.
     """
     root = ElementTree.Element("mujoco", model=f"parapush_{scene.name}")
     _element(root, "compiler", angle="radian", autolimits="true")

@@ -49,14 +49,20 @@ from parapush.graph import config_dir, resolve_scene_path
 from parapush.identification import IdentificationSettings, ObjectIdentifier, ObjectParameters, PushRecord
 from parapush.identification.cell_grid import CellGrid
 from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
+from parapush.physics.fine import FineModel
+from parapush.physics.fine_settings import FineSettings
 from parapush.prediction import PredictionEngine, load_model_config
+from parapush.prediction.engine import scene_with_object
 from parapush.scene import ObjectPatch, ObjectSpec, Scene, load_scene, wrap_angle
+from parapush.sim.driver_settings import load_driver_settings
 from parapush.sim.world import SimWorld, WorldSettings
 from parareal_common import format_table, write_results
 
 CONTROLS, DURATION, COMMAND_PERIOD = 3, 0.5, 0.05  # -, s, s
 CONTACT_MARGIN = 0.002  # m, the pusher starts this far back along its path from touching the object
 PUSH_COUNTS = (2, 4, 8)
+HEADING_SPREAD = 0.3  # rad, pushes head within this of +x (cylinder) or of the pushed face's inward normal
+FACE_SPAN = 0.6  # box-shaped objects are pushed at most this fraction of a face's half-length from its middle
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,13 +133,38 @@ def half_width(spec: ObjectSpec, heading: float, yaw: float) -> float:
     return abs(math.cos(across)) * spec.half_extents[0] + abs(math.sin(across)) * spec.half_extents[1]
 
 
-def push(scene: Scene, true: TrueObject, rng: np.random.Generator, noise: float, seed: int) -> PushRecord:
-    """One push in the world holding the true object; states observed at the control boundaries."""
+def face_push_line(spec: ObjectSpec, rng: np.random.Generator) -> tuple[float, float, float]:
+    """(yaw, heading, offset) of a push on a box-shaped object: a random yaw, one of its four faces, a point
+    within ``FACE_SPAN`` of the face's half-length from its middle, and a heading within ``HEADING_SPREAD``
+    of the face's inward normal (the paper's pushes: against the face, so the contact neither slips off
+    nor meets a corner, where sticking or sliding is decided by a hair)."""
+    yaw = rng.uniform(-math.pi, math.pi)
+    face = int(rng.integers(4))
+    axis, sign = face // 2, 1.0 - 2.0 * (face % 2)
+    half = np.array(spec.half_extents)
+    point = np.zeros(2)
+    point[axis] = sign * half[axis]
+    point[1 - axis] = rng.uniform(-FACE_SPAN, FACE_SPAN) * half[1 - axis]
+    rotation = np.array([[math.cos(yaw), -math.sin(yaw)], [math.sin(yaw), math.cos(yaw)]])
+    inward = rotation @ (-sign * np.eye(2)[axis])
+    heading = math.atan2(inward[1], inward[0]) + rng.uniform(-HEADING_SPREAD, HEADING_SPREAD)
+    side = np.array([-math.sin(heading), math.cos(heading)])
+    return yaw, heading, float((rotation @ point) @ side)
+
+
+def push(scene: Scene, true: TrueObject, rng: np.random.Generator, noise: float, seed: int,
+         physics: FineSettings) -> PushRecord:
+    """One push in the world (MuJoCo ``physics``) holding the true object; states observed at the control
+    boundaries. A uniform cylinder at yaw 0 is pushed within ``HEADING_SPREAD`` of +x through a random
+    point of its middle half; a box-shaped object as :func:`face_push_line` says."""
     spec = true.spec
-    yaw = 0.0 if spec.shape == "cylinder" and not spec.patches else rng.uniform(-math.pi, math.pi)
-    heading = rng.uniform(-0.3, 0.3)
-    offset = rng.uniform(-0.5, 0.5) * half_width(spec, heading, yaw)
-    world = SimWorld(placed(true_scene(scene, true), offset, heading, yaw), WorldSettings(seed=seed))
+    if spec.shape == "cylinder" and not spec.patches:
+        yaw, heading = 0.0, rng.uniform(-HEADING_SPREAD, HEADING_SPREAD)
+        offset = rng.uniform(-0.5, 0.5) * half_width(spec, heading, yaw)
+    else:
+        yaw, heading, offset = face_push_line(spec, rng)
+    world = SimWorld(placed(true_scene(scene, true), offset, heading, yaw),
+                     WorldSettings(seed=seed, physics=physics))
     speed = rng.uniform(0.04, 0.06)
     controls = np.array([speed * np.array([math.cos(heading), math.sin(heading)]) + rng.uniform(-0.01, 0.01, 2)
                          for _ in range(CONTROLS)])
@@ -172,12 +203,18 @@ def grid_errors(identifier: GridIdentifier, records, result) -> tuple[float, flo
     return final_errors([prediction[-1].detach().numpy() for prediction in predictions], records)
 
 
-def floor_errors(identifier: ObjectIdentifier, truth: Scene, model_config, records) -> tuple[float, float]:
-    """Open-loop errors of the fine model of the true object: for a uniform one, the searched model with
-    the true values (the best the search can find); with patches, the true scene's own fine model."""
-    if not truth.objects[0].patches:
-        return fine_errors(identifier, records, ObjectParameters.from_scene(truth, 0))
-    with ObjectIdentifier(PredictionEngine.build_fine_model(truth, model_config), 0) as exact:
+def service_errors(nominal: Scene, model_config, parameters: ObjectParameters, records) -> tuple[float, float]:
+    """Open-loop errors of the prediction service's fine model with ``parameters`` applied (patches rebuild
+    it: :meth:`parapush.prediction.PredictionEngine.apply_object_parameters`)."""
+    with ObjectIdentifier(PredictionEngine.build_fine_model(scene_with_object(nominal, 0, parameters), model_config),
+                          0) as applied:
+        return fine_errors(applied, records, parameters)
+
+
+def floor_errors(truth: Scene, physics: FineSettings, records) -> tuple[float, float]:
+    """Open-loop errors of a fine model of the true object with the world's own physics: what the noise
+    leaves (no identification can remove it)."""
+    with ObjectIdentifier(FineModel(truth, physics), 0) as exact:
         return fine_errors(exact, records, exact.variants.current())  # the model as built (patches kept)
 
 
@@ -189,6 +226,10 @@ def main() -> int:
     parser.add_argument("--observation-noise", type=float, default=0.0005, help="m, std added to observed poses")
     parser.add_argument("--objects", nargs="+", default=list(TRUE_OBJECTS), choices=list(TRUE_OBJECTS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--world", choices=("exact", "configured"), default="exact",
+                        help="exact: the world's objects tilt (FineSettings.object_tilt: the table contacts share "
+                             "the weight as a rigid body's do) and its pusher collides as a capsule (the true "
+                             "normal at a box's corner); configured: config/sim_world.yaml's physics as it is")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args()
     load_before = bench_reference.load_average()
@@ -199,13 +240,17 @@ def main() -> int:
     cem_settings = IdentificationSettings(population=16 if args.quick else 32, elite=4 if args.quick else 8,
                                           iterations=6 if args.quick else 12, seed=args.seed)
     grid_settings = GridIdentificationSettings(iterations=20 if args.quick else 40)
+    world_physics = load_driver_settings(config_dir() / "sim_world.yaml").world.physics
+    if args.world == "exact":
+        world_physics = dataclasses.replace(world_physics, object_tilt=True, pusher_collider="capsule")
     summary, details, maps = [], {}, {}
     for name in args.objects:
         true = TRUE_OBJECTS[name]
         nominal = nominal_scene(scene, true)
         rng = np.random.default_rng(args.seed)
         started = time.perf_counter()
-        records = [push(nominal, true, rng, args.observation_noise, args.seed + index) for index in range(train + test)]
+        records = [push(nominal, true, rng, args.observation_noise, args.seed + index, world_physics)
+                   for index in range(train + test)]
         recorded = time.perf_counter() - started
         held_out = records[train:]
         # The fine model the identification node searches with: config/model.yaml's.
@@ -216,8 +261,11 @@ def main() -> int:
         details[name] = {"recorded_s": recorded, "cells": grid.count, "fits": {}}
         with ObjectIdentifier(fine, 0) as identifier:
             scene_errors = fine_errors(identifier, held_out, scene_parameters)
-            floor = details[name]["floor_mm_deg"] = floor_errors(identifier, true_scene(nominal, true), model_config,
-                                                                 held_out)
+            floor = details[name]["floor_mm_deg"] = floor_errors(true_scene(nominal, true), world_physics, held_out)
+            # the best the search can do: the searched model with the true values (uniform objects)
+            details[name]["searched_model_true_values_mm_deg"] = (
+                None if true.spec.patches else fine_errors(identifier, held_out,
+                                                           ObjectParameters.from_scene(true_scene(nominal, true), 0)))
             for count in counts:
                 training = records[:count]
                 started = time.perf_counter()
@@ -231,12 +279,13 @@ def main() -> int:
                                                                 ("grid", fitted_errors, fitted.seconds)):
                     summary.append({"object": name, "method": method, "pushes": count, "heldout_mm": millimetres,
                                     "heldout_deg": degrees, "seconds": seconds})
-                grid_summary = grid_identifier.object_parameters(fitted)
+                grid_parameters = grid_identifier.object_parameters(fitted)
                 details[name]["fits"][count] = {
                     "cem_parameters": dataclasses.asdict(cem.parameters),
-                    "grid_summary": dataclasses.asdict(grid_summary),
-                    # what the prediction service's fine model predicts with the grid's summary applied
-                    "grid_summary_on_fine_mm_deg": fine_errors(identifier, held_out, grid_summary),
+                    "grid_parameters": dataclasses.asdict(grid_parameters),
+                    # what the prediction service's fine model predicts with the grid's map applied (its
+                    # regions as patches, the model rebuilt for them)
+                    "grid_on_fine_mm_deg": service_errors(nominal, model_config, grid_parameters, held_out),
                     "grid_add_mm": [fitted.initial_error * 1000, fitted.error * 1000],
                 }
                 maps[name] = (grid, fitted, true)
@@ -271,6 +320,7 @@ def main() -> int:
     json_path, png_path = write_results("identification", {
         "protocol": {"train": train, "test": test, "push_counts": counts, "controls": CONTROLS, "duration_s": DURATION,
                      "observation_noise_m": args.observation_noise, "seed": args.seed, "quick": args.quick,
+                     "world_physics": dataclasses.asdict(world_physics),
                      "cem": dataclasses.asdict(cem_settings), "grid": dataclasses.asdict(grid_settings)},
         "summary": summary,
         "objects": details,

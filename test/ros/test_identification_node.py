@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 import rclpy
+from parareal_pushing.msg import ObjectParameters as ObjectParametersMsg
 from parareal_pushing.msg import ObservedPush
 from parareal_pushing.srv import IdentifyObject, PredictTrajectory
 from rclpy.parameter import Parameter
@@ -22,12 +23,13 @@ from test_prediction_service import call
 
 from parapush.graph import resolve_scene_path
 from parapush.identification import ObjectModelVariants, ObjectParameters
-from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
+from parapush.nodes.conversions import MessageError, controls_to_msg, state_to_msg, trajectory_from_msg
 from parapush.nodes.identification import IdentificationNode
+from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_from_msg, parameters_to_msg
 from parapush.nodes.prediction_service import SERVICE_QOS, PredictionServiceNode
 from parapush.physics.backends import ThreadBackend
 from parapush.physics.fine import FineModel
-from parapush.scene import load_scene
+from parapush.scene import ObjectPatch, load_scene
 
 SCENE_FILE = "isrr_obstacle.yaml"
 SCENE = load_scene(resolve_scene_path(SCENE_FILE))
@@ -113,7 +115,7 @@ def test_identified_parameters_reach_the_prediction_service(nodes):
     assert again.parameters.mass == identified.mass  # not searched
 
 
-def test_method_grid_returns_cell_maps_and_publishes_their_summary(nodes):
+def test_method_grid_returns_cell_maps_and_publishes_what_the_fine_model_takes(nodes):
     _, service, identify, _ = nodes
     pushes = observed_pushes(2, seed=1)
     response = call(identify, IdentifyObject.Request(object="slider", method="grid", pushes=pushes, iterations=5,
@@ -133,6 +135,42 @@ def test_method_grid_returns_cell_maps_and_publishes_their_summary(nodes):
     applied = service.engine.object_parameters("slider")
     assert applied.mass == pytest.approx(response.parameters.mass)
     assert applied.pusher_friction == pytest.approx(response.parameters.pusher_friction)
+    assert len(applied.patches) == len(response.parameters.patch_x)  # the map's regions, if any
+
+
+def test_published_patches_rebuild_the_services_fine_model_and_bad_ones_are_refused(nodes, ros_context):
+    """A distribution travels as patches (parallel arrays); the service rebuilds its fine model for
+    them; arrays of different lengths or a patch outside the object leave the model as it was."""
+    _, service, _, predict = nodes
+    spot = ObjectPatch(center=(0.02, 0.0), half_extents=(0.015, 0.015), mass=0.2, friction=1.5)
+    parameters = ObjectParameters(mass=0.8, support_friction=0.7, pusher_friction=0.45, patches=(spot,))
+    message = parameters_to_msg("slider", parameters)
+    assert parameters_from_msg(message) == ("slider", parameters)
+    node = rclpy.create_node("patches_publisher", context=ros_context)
+    publisher = node.create_publisher(ObjectParametersMsg, "object_parameters", OBJECT_PARAMETERS_QOS)
+    try:
+        uneven = copy.deepcopy(message)
+        uneven.patch_mass = []
+        outside = copy.deepcopy(message)
+        outside.patch_x = [0.045]
+        for bad in (uneven, outside):
+            publisher.publish(bad)
+        publisher.publish(message)
+        deadline = time.monotonic() + 10.0
+        while service.applied_parameters < 1:
+            assert time.monotonic() < deadline, "the prediction service did not apply the patches"
+            time.sleep(0.01)
+    finally:
+        node.destroy_node()
+    assert service.applied_parameters == 1  # the two bad ones were refused (in order, before it)
+    assert service.engine.object_parameters("slider") == parameters
+    assert service.engine.scene.objects[0].patches == (spot,)
+    start = observed_pushes(1, seed=4)[0]
+    answer = call(predict, PredictTrajectory.Request(initial_state=start.states[0], sequences=[start.controls],
+                                                     model="fine"))
+    assert answer.success, answer.message  # the rebuilt model answers
+    with pytest.raises(MessageError, match="patch_"):
+        parameters_from_msg(uneven)
 
 
 def malformed(pushes):

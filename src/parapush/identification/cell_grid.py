@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parapush.scene import ObjectSpec
+from parapush.scene import ObjectPatch, ObjectSpec
 from parapush.validation import check_choice, check_positive, check_real
 
 SHAPES = ("cylinder", "box")
@@ -126,6 +126,78 @@ class CellGrid:
             mass[inside] += patch.mass / max(1, int(inside.sum()))
             friction[inside] = max(table_friction, patch.friction)
         return mass, friction
+
+    def patches(self, cell_mass: np.ndarray, cell_friction: np.ndarray, *, contrast: float = 1.5,
+                max_patches: int = 4) -> tuple[float, tuple[ObjectPatch, ...]]:
+        """A cell map in the scene format (the inverse of :meth:`spec_maps`, to the resolution of
+        patches): (the support friction of the footprint, patches).
+
+        The footprint takes the median cell's friction and mass. Cells whose friction or friction
+        weight ``mu_i m_i`` differ from the median cell's by more than the factor ``contrast``
+        are grouped into side-connected regions; each region of two or more cells (at most
+        ``max_patches``, those with the largest friction-weight excess first) becomes a patch:
+        the cells' bounding box (kept inside the outline), the cells' mass above the median
+        cell's (>= 0: a lighter region shows as lower friction) and their mass-weighted mean
+        friction. Fine models build patches as geoms, so a few coarse regions, not cells.
+
+        Args:
+            cell_mass: (K,) kg; cell_friction: (K,).
+        """
+        mass, friction = (np.asarray(values, dtype=float) for values in (cell_mass, cell_friction))
+        if mass.shape != (self.count,) or friction.shape != (self.count,):
+            raise ValueError(f"cell_mass, cell_friction: expected shape ({self.count},), got {mass.shape}, "
+                             f"{friction.shape}")
+        if contrast <= 1.0:
+            raise ValueError(f"contrast: expected > 1, got {contrast!r}")
+        base_mass, base_friction = float(np.median(mass)), float(np.median(friction))
+        weight, base_weight = mass * friction, base_mass * base_friction
+        deviating = (np.abs(np.log(weight / base_weight)) > np.log(contrast)) \
+            | (np.abs(np.log(friction / base_friction)) > np.log(contrast))
+        regions = [region for region in self._regions(deviating) if len(region) >= 2]
+        regions.sort(key=lambda region: -abs(float(np.sum(weight[region] - base_weight))))
+        patches = []
+        for region in regions[:max_patches]:
+            low = self.centers[region].min(axis=0) - 0.5 * self.cell_size
+            high = self.centers[region].max(axis=0) + 0.5 * self.cell_size
+            center, half = self._inside(0.5 * (low + high), 0.5 * (high - low))
+            region_mass = float(mass[region].sum())
+            patches.append(ObjectPatch(center=tuple(float(v) for v in center),
+                                       half_extents=tuple(float(v) for v in half),
+                                       mass=max(0.0, region_mass - base_mass * len(region)),
+                                       friction=float(weight[region].sum() / region_mass)))
+        return base_friction, tuple(patches)
+
+    def _regions(self, selected: np.ndarray) -> list[np.ndarray]:
+        """Side-connected groups of the ``selected`` (K,) bool cells, as index arrays."""
+        links: dict[int, list[int]] = {int(index): [] for index in np.flatnonzero(selected)}
+        for first, second in self.neighbours.tolist():
+            if first in links and second in links:
+                links[first].append(second)
+                links[second].append(first)
+        regions, seen = [], set()
+        for start in links:
+            if start in seen:
+                continue
+            stack, region = [start], []
+            seen.add(start)
+            while stack:
+                cell = stack.pop()
+                region.append(cell)
+                for other in links[cell]:
+                    if other not in seen:
+                        seen.add(other)
+                        stack.append(other)
+            regions.append(np.array(sorted(region)))
+        return regions
+
+    def _inside(self, center: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The box (centre, half extents) shrunk about its centre until its corners lie inside the outline."""
+        for _ in range(50):
+            corners = center + half * np.array([[-1, -1], [-1, 1], [1, -1], [1, 1]])
+            if np.all(np.min([part.signed_distance(corners) for part in self.parts], axis=0) <= 1e-9):
+                break
+            half = 0.9 * half
+        return center, half
 
     @property
     def count(self) -> int:

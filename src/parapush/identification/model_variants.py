@@ -4,12 +4,16 @@ A copy has the same sizes as the fine model's, so a batch of them runs in one
 ``mujoco.rollout`` call (one model per row: :meth:`parapush.physics.backends.ThreadBackend.propagate`
 with ``models=``), which is how identification evaluates a whole population of hypotheses
 at once. Only runtime fields are changed (``body_mass``, ``body_inertia``, ``body_ipos``,
-``pair_friction``), which MuJoCo reads at every step.
+``pair_friction``), which MuJoCo reads at every step. An object built with patches
+(:class:`~parapush.scene.ObjectPatch` geoms) keeps them: parameters with the same patches
+(same regions and masses) change only the frictions; parameters with other patches need a
+model built for them (:meth:`ObjectModelVariants.matches`).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import mujoco
 import numpy as np
@@ -17,6 +21,11 @@ import numpy as np
 from parapush.identification.parameters import ObjectParameters
 from parapush.physics.fine import FineModel
 from parapush.physics.mjcf import object_body_name
+
+
+def patch_layout(patches) -> np.ndarray:
+    """(P, 5) centre x, y, half extents x, y (m) and mass (kg) of each patch: what its geom is built from."""
+    return np.array([(*patch.center, *patch.half_extents, patch.mass) for patch in patches]).reshape(-1, 5)
 
 
 class ObjectModelVariants:
@@ -44,6 +53,9 @@ class ObjectModelVariants:
         self._inertia_per_kg = model.body_inertia[self._body] / model.body_mass[self._body]
         self._support_pair = self._pair(model, "table", f"{name}_support")
         self._pusher_pair = self._pair(model, "pusher_collider", f"{name}_collider")
+        self._patches = fine_model.scene.objects[object_index].patches
+        self._patch_pairs = [self._pair(model, "table", f"{name}_patch{number}")
+                             for number in range(len(self._patches))]
 
     @staticmethod
     def _pair(model: mujoco.MjModel, first: str, second: str) -> int:
@@ -53,18 +65,40 @@ class ObjectModelVariants:
                 return index
         raise RuntimeError(f"the fine model has no contact pair {first}/{second}")
 
+    def matches(self, parameters: ObjectParameters) -> bool:
+        """Whether ``parameters`` fit the model's geoms: no patches in either, or the same
+        patches (regions and masses; their frictions may differ) and the same total mass."""
+        if not parameters.patches and not self._patches:
+            return True
+        built, wanted = patch_layout(self._patches), patch_layout(parameters.patches)
+        mass = self.fine_model.scene.objects[self.object_index].mass
+        return built.shape == wanted.shape and np.allclose(built, wanted, rtol=0.0, atol=1e-12) \
+            and abs(parameters.mass - mass) <= 1e-12
+
     def apply(self, model: mujoco.MjModel, parameters: ObjectParameters) -> None:
         """Write ``parameters`` for the object into ``model`` (the fine model's or a copy), in place.
 
-        The inertia scales with the mass (same shape, same density distribution about the
-        centre of mass); the centre of mass keeps its height.
+        Without patches: the inertia scales with the mass (same shape, same density
+        distribution about the centre of mass); the centre of mass keeps its height. With
+        patches (which must :meth:`match` the model's): the frictions of the footprint's and
+        each patch's table contact and the pusher's; mass and inertia are the geoms'.
+
+        Raises:
+            ValueError: ``parameters`` has patches the model was not built with.
         """
         if not isinstance(parameters, ObjectParameters):
             raise TypeError(f"parameters: expected ObjectParameters, got {type(parameters).__name__}")
-        body = self._body
-        model.body_mass[body] = parameters.mass
-        model.body_inertia[body] = self._inertia_per_kg * parameters.mass
-        model.body_ipos[body] = (*parameters.com_offset, self._com_height)
+        if parameters.patches:
+            if not self.matches(parameters):
+                raise ValueError("parameters.patches: not the model's patches (regions and masses); "
+                                 "build a model for them")
+            for pair, patch in zip(self._patch_pairs, parameters.patches, strict=True):
+                model.pair_friction[pair, :2] = patch.friction
+        else:
+            body = self._body
+            model.body_mass[body] = parameters.mass
+            model.body_inertia[body] = self._inertia_per_kg * parameters.mass
+            model.body_ipos[body] = (*parameters.com_offset, self._com_height)
         model.pair_friction[self._support_pair, :2] = parameters.support_friction
         model.pair_friction[self._pusher_pair, :2] = parameters.pusher_friction
 
@@ -72,11 +106,14 @@ class ObjectModelVariants:
         """The object's parameters in ``model`` (default: the fine model's)."""
         model = self.fine_model.mj_model if model is None else model
         body = self._body
+        patches = tuple(dataclasses.replace(patch, friction=float(model.pair_friction[pair, 0]))
+                        for patch, pair in zip(self._patches, self._patch_pairs, strict=True))
         return ObjectParameters(
             mass=float(model.body_mass[body]),
             support_friction=float(model.pair_friction[self._support_pair, 0]),
             pusher_friction=float(model.pair_friction[self._pusher_pair, 0]),
-            com_offset=(float(model.body_ipos[body][0]), float(model.body_ipos[body][1])),
+            com_offset=(0.0, 0.0) if patches else (float(model.body_ipos[body][0]), float(model.body_ipos[body][1])),
+            patches=patches,
         )
 
     def make(self, parameters: ObjectParameters) -> mujoco.MjModel:

@@ -5,16 +5,20 @@ it moves when pushed: its mass, the friction coefficient of its support contact 
 table (MJCF: ``max(table.friction, object.friction)``), the friction coefficient of the
 pusher/object contact and the position of its centre of mass in its body frame (which sets
 how the normal force, and with it the friction, is spread under it: the papers' mass and
-friction distribution, summarised by its centroid).
+friction distribution, summarised by its centroid). A heterogeneous object's distribution
+travels as ``patches``: regions with their own mass and support friction, the scene format's
+:class:`~parapush.scene.ObjectPatch` (from a cell map:
+:meth:`parapush.identification.grid_identifier.GridIdentifier.object_parameters`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from parapush.scene import Scene
+from parapush.scene import ObjectPatch, Scene
 from parapush.validation import check_fields, check_non_negative, check_positive, check_real
 
 PARAMETER_NAMES = ("mass", "support_friction", "pusher_friction", "com_x", "com_y")
@@ -30,12 +34,19 @@ class ObjectParameters:
         support_friction: object/table sliding friction coefficient, >= 0.
         pusher_friction: pusher/object sliding friction coefficient, >= 0.
         com_offset: (x, y) m, centre of mass in the object's body frame (0, 0: its centre).
+        patches: regions with their own mass and support friction (body frame; each patch's
+            friction is its table contact's coefficient, as ``support_friction`` is the rest of
+            the footprint's). With patches, ``mass`` is the total (the rest spread evenly over
+            the footprint) and the patches place the centre of mass, so ``com_offset`` must be
+            (0, 0). The fine model builds them as geoms, so a change of patches rebuilds it
+            (:meth:`parapush.prediction.PredictionEngine.apply_object_parameters`).
     """
 
     mass: float
     support_friction: float
     pusher_friction: float
     com_offset: tuple[float, float] = (0.0, 0.0)
+    patches: tuple[ObjectPatch, ...] = ()
 
     def __post_init__(self) -> None:
         check_fields(self, check_positive, "mass")
@@ -44,20 +55,34 @@ class ObjectParameters:
         if offset is None or len(offset) != 2:
             raise ValueError(f"com_offset: expected (x, y) in m, got {self.com_offset!r}")
         object.__setattr__(self, "com_offset", tuple(check_real(f"com_offset[{i}]", v) for i, v in enumerate(offset)))
+        if not isinstance(self.patches, (tuple, list)):
+            raise ValueError(f"patches: expected a sequence of ObjectPatch, got {self.patches!r}")
+        for index, patch in enumerate(self.patches):
+            if not isinstance(patch, ObjectPatch):
+                raise ValueError(f"patches[{index}]: expected ObjectPatch, got {type(patch).__name__}")
+            patch.check(f"patches[{index}]")
+        object.__setattr__(self, "patches", tuple(self.patches))
+        if self.patches and any(self.com_offset):
+            raise ValueError(f"com_offset: must be (0, 0) with patches (they place the centre of mass), "
+                             f"got {self.com_offset}")
+        if self.patches and sum(patch.mass for patch in self.patches) >= self.mass:
+            raise ValueError(f"patches: their masses must sum to less than mass {self.mass} kg")
 
     @classmethod
     def from_scene(cls, scene: Scene, object_index: int) -> ObjectParameters:
         """The parameters the scene file gives object ``object_index`` (centre of mass at its centre)."""
         scene.layout.object_pose(object_index)  # IndexError when out of range
         spec = scene.objects[object_index]
+        table = scene.table.friction
         return cls(
             mass=spec.mass,
-            support_friction=max(scene.table.friction, spec.friction),
+            support_friction=max(table, spec.friction),
             pusher_friction=scene.pusher.friction,
+            patches=tuple(dataclasses.replace(patch, friction=max(table, patch.friction)) for patch in spec.patches),
         )
 
     def as_vector(self) -> np.ndarray:
-        """(5,) in the order of :data:`PARAMETER_NAMES`."""
+        """(5,) in the order of :data:`PARAMETER_NAMES` (the patches are not in it)."""
         return np.array([self.mass, self.support_friction, self.pusher_friction, *self.com_offset])
 
     @classmethod

@@ -11,7 +11,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from parapush.identification import ObjectParameters, PushRecord
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, seconds_to_time, sequences_from_msgs
-from parapush.scene import Scene
+from parapush.scene import ObjectPatch, Scene
 
 OBJECT_PARAMETERS_QOS = QoSProfile(
     depth=64, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -48,6 +48,16 @@ def push_record_from_msg(
         raise MessageError(f"{where}: {error}") from None
 
 
+PATCH_FIELDS = ("x", "y", "half_x", "half_y", "mass", "friction")
+"""The message's per-patch arrays, ``patch_<field>``."""
+
+
+def patch_columns(patches) -> list[list[float]]:
+    """The patches as the message's six columns (:data:`PATCH_FIELDS`)."""
+    rows = [(*patch.center, *patch.half_extents, patch.mass, patch.friction) for patch in patches]
+    return [[float(row[column]) for row in rows] for column in range(len(PATCH_FIELDS))]
+
+
 def parameters_to_msg(object_name: str, parameters: ObjectParameters, *, stamp: float = 0.0) -> ObjectParametersMsg:
     """Parameters of object ``object_name`` as an ObjectParameters message."""
     message = ObjectParametersMsg(
@@ -57,6 +67,8 @@ def parameters_to_msg(object_name: str, parameters: ObjectParameters, *, stamp: 
         pusher_friction=parameters.pusher_friction,
         com_x=parameters.com_offset[0],
         com_y=parameters.com_offset[1],
+        **{f"patch_{name}": column
+           for name, column in zip(PATCH_FIELDS, patch_columns(parameters.patches), strict=True)},
     )
     message.header.stamp = seconds_to_time(stamp)
     message.header.frame_id = "table"
@@ -65,12 +77,20 @@ def parameters_to_msg(object_name: str, parameters: ObjectParameters, *, stamp: 
 
 def parameters_from_msg(message: ObjectParametersMsg) -> tuple[str, ObjectParameters]:
     """(object name, parameters) of an ObjectParameters message."""
+    columns = [list(getattr(message, f"patch_{name}")) for name in PATCH_FIELDS]
+    if len({len(column) for column in columns}) != 1:
+        raise MessageError("patch_*: expected one entry per patch in each of "
+                           f"{', '.join(f'patch_{name}' for name in PATCH_FIELDS)}, got lengths "
+                           f"{[len(column) for column in columns]}")
     try:
+        patches = tuple(ObjectPatch(center=(x, y), half_extents=(half_x, half_y), mass=mass, friction=friction)
+                        for x, y, half_x, half_y, mass, friction in zip(*columns, strict=True))
         return message.object, ObjectParameters(
             mass=message.mass,
             support_friction=message.support_friction,
             pusher_friction=message.pusher_friction,
             com_offset=(message.com_x, message.com_y),
+            patches=patches,
         )
     except ValueError as error:
         raise MessageError(str(error)) from None

@@ -117,7 +117,7 @@ class PredictionServiceNode(Node):
         try:
             name, parameters = parameters_from_msg(message)
             previous = self.engine.apply_object_parameters(name, parameters)
-        except (MessageError, RequestError, PredictionError) as error:
+        except (MessageError, RequestError, PredictionError, ValueError) as error:  # e.g. a patch outside the object
             self.get_logger().warning(f"object_parameters not applied: {error}")
             return
         self.applied_parameters += 1

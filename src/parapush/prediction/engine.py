@@ -14,6 +14,7 @@ identification node and the benchmarks all build their predictors here.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import deque
@@ -114,6 +115,14 @@ class EngineStatistics:
     fidelity_reruns: int = 0
 
 
+def scene_with_object(scene: Scene, index: int, parameters: ObjectParameters) -> Scene:
+    """``scene`` with object ``index`` built as ``parameters`` describe it: its mass and patches
+    (their frictions, and the other parameters, are written into the model afterwards)."""
+    spec = dataclasses.replace(scene.objects[index], mass=parameters.mass, patches=parameters.patches)
+    objects = scene.objects[:index] + (spec,) + scene.objects[index + 1:]
+    return dataclasses.replace(scene, objects=objects)
+
+
 class PredictionEngine:
     """Answers prediction requests for one scene on a persistent pool of MuJoCo workers; the one
     factory of the prediction stack (fine model, backend, coarse models, projector, solvers, all
@@ -142,11 +151,21 @@ class PredictionEngine:
             ValueError: the configured coarse model cannot be used for this scene (naming
                 ``coarse_model``).
         """
-        self.scene = scene
         self.config = config if config is not None else ModelConfig()
         self.limits = limits if limits is not None else PredictionLimits()
         if latency_window < 1:
             raise ValueError(f"latency_window: expected >= 1, got {latency_window!r}")
+        self._build(scene, ValueError)
+        self._lock = ModelAccessLock()  # predictions share the fine model; changing it is exclusive
+        self._stats_lock = threading.Lock()
+        self._requests = 0
+        self._failures = 0
+        self._latencies: deque[float] = deque(maxlen=latency_window)
+        self._iterations: deque[int] = deque(maxlen=latency_window)
+
+    def _build(self, scene: Scene, error: type[Exception]) -> None:
+        """The models, backend and solvers for ``scene`` (at start, and when an object's patches change)."""
+        self.scene = scene
         self.layout = scene.layout
         self.fine_model = self.build_fine_model(scene, self.config)
         self.projector = FeasibilityProjector(scene)
@@ -156,7 +175,7 @@ class PredictionEngine:
         self._coarse = {"analytical": AnalyticalCoarseModel(scene, resolve_overlaps=resolve)}
         self.unavailable_coarse: dict[str, str] = {}
         self._load_learned(resolve)
-        self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", ValueError)
+        self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", error)
         self.backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers,
                                     ray_address=self.config.ray_address)
         # what the solvers run: the backend, managed when configured (the simulated world builds
@@ -171,13 +190,7 @@ class PredictionEngine:
             name: PararealSolver(coarse=model, fine=self.fine_scheduler, projector=self.projector)
             for name, model in self._coarse.items()
         }
-        self._lock = ModelAccessLock()  # predictions share the fine model; changing it is exclusive
-        self._stats_lock = threading.Lock()
         self._object_variants: dict[int, ObjectModelVariants] = {}
-        self._requests = 0
-        self._failures = 0
-        self._latencies: deque[float] = deque(maxlen=latency_window)
-        self._iterations: deque[int] = deque(maxlen=latency_window)
 
     @staticmethod
     def build_fine_model(scene: Scene, config: ModelConfig) -> FineModel:
@@ -222,9 +235,17 @@ class PredictionEngine:
         e.g. ones identified from pushes (:mod:`parapush.identification`); returns the previous
         ones. The coarse models are kinematic and unaffected; Parareal corrects them as always.
 
+        Parameters whose patches (regions with their own mass and friction: an identified
+        distribution) differ from the fine model's, or that drop or add patches, change its geoms:
+        the engine then rebuilds its models for the scene with the object so described (between
+        predictions). The learned coarse model refuses objects with patches, so ``auto`` falls
+        back to the analytical one; a configured ``learned`` refuses them.
+
         Raises:
             RequestError: unknown object name.
-            PredictionError: the process or Ray backend (its workers hold their own models).
+            PredictionError: the process or Ray backend (its workers hold their own models), or
+                patches the configured coarse model cannot predict (the model is then unchanged).
+            ValueError: patches that do not fit the object (outside its outline).
         """
         if not isinstance(parameters, ObjectParameters):
             raise TypeError(f"parameters: expected ObjectParameters, got {type(parameters).__name__}")
@@ -236,9 +257,23 @@ class PredictionEngine:
         variants = self._variants(object_name)
         with self._lock.exclusive():  # never while a prediction reads the model
             previous = variants.current()
+            if not variants.matches(parameters):
+                self._rebuild(scene_with_object(self.scene, variants.object_index, parameters))
+                variants = self._variants(object_name)
             variants.apply(self.fine_model.mj_model, parameters)
             self.fine_model.parameters_changed()
         return previous
+
+    def _rebuild(self, scene: Scene) -> None:
+        """Swap in models for ``scene``; the old ones are closed, or kept when the new ones fail."""
+        old = dict(vars(self))
+        try:
+            self._build(scene, PredictionError)
+        except BaseException:
+            vars(self).update(old)
+            raise
+        old["fine_scheduler"].close()
+        old["backend"].close()
 
     def _variants(self, object_name: str) -> ObjectModelVariants:
         try:

@@ -12,6 +12,7 @@ identification node's ``identify_object`` service with ``publish: true``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -57,7 +58,7 @@ def read_recording(path: Path, scene: Scene, *, state_topic: str, controls_topic
 
 
 def identify_grid(args: argparse.Namespace, scene: Scene, name: str, records: list, recording: Path) -> int:
-    """``--method grid``: the cell maps and their summary."""
+    """``--method grid``: the cell maps and what a fine model takes from them (regions as patches)."""
     from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
 
     identifier = GridIdentifier.for_scene(scene, scene.object_index(name))
@@ -67,10 +68,14 @@ def identify_grid(args: argparse.Namespace, scene: Scene, name: str, records: li
           f"{result.error * 1e3:.2f} mm (identified) in {result.seconds:.1f} s")
     for index, parameter in enumerate(PARAMETER_NAMES):
         print(f"  {parameter:>16}: {identifier.nominal.as_vector()[index]:8.4f} -> {summary.as_vector()[index]:8.4f}")
+    for number, patch in enumerate(summary.patches):
+        print(f"  patch {number}: centre {patch.center} m, half extents {patch.half_extents} m, "
+              f"mass {patch.mass:.3f} kg, friction {patch.friction:.3f}")
     if args.json:
         args.json.write_text(json.dumps({
             "recording": str(recording), "object": name, "pushes": len(records), "method": "grid",
             "parameters": dict(zip(PARAMETER_NAMES, summary.as_vector().tolist(), strict=True)),
+            "patches": [dataclasses.asdict(patch) for patch in summary.patches],
             "cells": {"x_m": result.grid.centers[:, 0].tolist(), "y_m": result.grid.centers[:, 1].tolist(),
                       "mass_kg": result.cell_mass.tolist(), "support_friction": result.cell_friction.tolist(),
                       "sensitivity_m": result.sensitivity.tolist()},

@@ -241,3 +241,32 @@ def test_diverging_simulation_gives_nan_not_a_silent_reset(captured_mujoco_warni
     assert not np.all(np.isfinite(physics))
     assert data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number >= 1
     assert any("unstable" in message for message in captured_mujoco_warnings)
+
+
+def test_at_a_box_corner_the_capsule_pusher_has_the_true_normal_and_the_cylinder_a_faces():
+    """The pusher 5.1 mm beyond a box's -x face and 12.6 mm beyond its +y face touches only the
+    corner's vertical edge: the true normal points from the edge to the pusher's axis. MuJoCo's
+    cylinder/box collider reports the -x face's normal there (and half the penetration), which
+    is why bench/identification.py's exact world collides the pusher as a capsule."""
+    half_x, half_y, radius = 0.0545, 0.077, 0.0145
+    scene = one_cylinder_scene(objects=[{"name": "box", "shape": "box", "half_extents": [half_x, half_y],
+                                         "pose": [0.0, 0.0, 0.0]}])
+    pusher = np.array([-half_x - 0.0051, half_y + 0.0126])
+    edge_to_axis = pusher - np.array([-half_x, half_y])
+    true_normal = -edge_to_axis / np.linalg.norm(edge_to_axis)  # MuJoCo: from the pusher into the box
+    normals = {}
+    for collider in ("capsule", "cylinder"):
+        model = FineModel(scene, FineSettings(pusher_collider=collider))
+        data = mujoco.MjData(model.mj_model)
+        data.qpos[:] = 0.0
+        data.qpos[[model.mj_model.joint("pusher_x").qposadr[0], model.mj_model.joint("pusher_y").qposadr[0]]] = pusher
+        data.qpos[model.mj_model.joint("object0_z").qposadr[0]] = model.rest_heights[0]
+        mujoco.mj_forward(model.mj_model, data)
+        pusher_geom = model.mj_model.geom("pusher_collider").id
+        contacts = [data.contact[i] for i in range(data.ncon) if pusher_geom in (data.contact[i].geom1,
+                                                                                data.contact[i].geom2)]
+        assert contacts, collider
+        normals[collider] = np.array(contacts[0].frame[:2]) * (1.0 if contacts[0].geom1 == pusher_geom else -1.0)
+        assert radius - np.linalg.norm(edge_to_axis) == pytest.approx(0.0009, abs=1e-4)  # 0.9 mm deep
+    np.testing.assert_allclose(normals["capsule"], true_normal, atol=1e-3)
+    np.testing.assert_allclose(normals["cylinder"], [1.0, 0.0], atol=1e-3)

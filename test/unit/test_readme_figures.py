@@ -30,6 +30,10 @@ def up_to_tens(value: float) -> str:
     return f"{10 * (math.floor(value / 10) + 1):.0f}"
 
 
+OBJECTS = ("cylinder", "box", "hetero_hammer", "hetero_patch")
+"""bench/identification.py's objects, in the README's order."""
+
+
 @dataclass(frozen=True)
 class Figure:
     """README ``phrase`` (``{}`` per figure), the ``bench`` that measured it, the figure ``names``,
@@ -62,8 +66,8 @@ FIGURES = (
         (".1f", ".1f", ".0f", ".0f", ".1f", ".1f"),
     ),
     Figure(
-        "error went from {} mm (scene file's parameters) to {} mm (true parameters: {} mm); "
-        "the pusher friction came out at {} (true {})",
+        "error went from {} mm (scene file's parameters) to {} mm (the true object in the world's own "
+        "physics: {} mm); the pusher friction came out at {} (true {})",
         "identification",
         (
             "held_out_error_mm_scene_parameters",
@@ -73,6 +77,15 @@ FIGURES = (
             "pusher_friction_true",
         ),
         (".1f", ".1f", ".1f", ".2f", ".2f"),
+    ),
+    Figure(
+        "the grid's held-out error was {} / {} / {} / {} mm against the cross-entropy search's {} / {} / {} / {} mm "
+        "(cylinder / box / hammer / patched box), in {} s at most; the service's fine model with the rendered map: "
+        "{} / {} / {} / {} mm",
+        "identification",
+        tuple(f"{name}_{method}_mm" for method in ("grid", "cem") for name in OBJECTS) + ("grid_seconds_max",)
+        + tuple(f"{name}_grid_on_fine_mm" for name in OBJECTS),
+        (".1f",) * 8 + (".0f",) + (".1f",) * 4,
     ),
     Figure(
         "(simulated: {} mm, {} deg; real: {} mm, {} deg)",

@@ -14,7 +14,7 @@ from parapush.identification.identifier import (
     PushRecord,
 )
 from parapush.identification.model_variants import ObjectModelVariants
-from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters, ParameterBounds
+from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters, ParameterBounds, scene_with_object
 from parapush.identification.timeline import SkippedPush, push_records_from_timeline
 
 __all__ = [
@@ -28,4 +28,5 @@ __all__ = [
     "PushRecord",
     "SkippedPush",
     "push_records_from_timeline",
+    "scene_with_object",
 ]

@@ -266,17 +266,19 @@ class GridIdentifier:
         rows = [torch.autograd.grad(error, log_weight, retain_graph=True)[0] for error in errors]
         return torch.sqrt(torch.stack(rows).pow(2).mean(0)).numpy().copy()
 
-    def object_parameters(self, result: GridIdentificationResult, *, contrast: float = 1.5,
+    def object_parameters(self, result: GridIdentificationResult, *, contrast: float | None = 1.5,
                           max_patches: int = 4) -> ObjectParameters:
         """``result`` as a fine model takes it: the map's regions as patches (:meth:`CellGrid.patches`:
         the footprint's friction, regions that differ by more than ``contrast``), the total mass and
-        the pusher friction. With no such region, the uniform summary: mass-weighted support
-        friction and the centre of mass."""
-        footprint_friction, patches = self.grid.patches(result.cell_mass, result.cell_friction, contrast=contrast,
-                                                        max_patches=max_patches)
-        if patches:
-            return ObjectParameters(mass=result.mass, support_friction=footprint_friction,
-                                    pusher_friction=result.pusher_friction, patches=patches)
+        the pusher friction. With no such region, or ``contrast`` None, the uniform summary:
+        mass-weighted support friction and the centre of mass. Which contrast renders a map best in
+        a fine model: :func:`parapush.identification.map_rendering.render_map`."""
+        if contrast is not None:
+            footprint_friction, patches = self.grid.patches(result.cell_mass, result.cell_friction,
+                                                            contrast=contrast, max_patches=max_patches)
+            if patches:
+                return ObjectParameters(mass=result.mass, support_friction=footprint_friction,
+                                        pusher_friction=result.pusher_friction, patches=patches)
         return ObjectParameters(
             mass=result.mass,
             support_friction=float(result.friction_weight.sum() / result.mass),

@@ -95,6 +95,18 @@ class ObjectParameters:
         return cls(mass=mass, support_friction=support, pusher_friction=pusher, com_offset=(com_x, com_y))
 
 
+def scene_with_object(scene: Scene, index: int, parameters: ObjectParameters) -> Scene:
+    """``scene`` with object ``index`` built as ``parameters`` describe it: its mass and patches, the
+    geoms a fine model compiles (the frictions and the rest are written into the model afterwards:
+    :meth:`parapush.identification.ObjectModelVariants.apply`).
+
+    Raises:
+        SceneError (a ValueError): patches outside the object's outline.
+    """
+    spec = dataclasses.replace(scene.objects[index], mass=parameters.mass, patches=parameters.patches)
+    return dataclasses.replace(scene, objects=(*scene.objects[:index], spec, *scene.objects[index + 1:]))
+
+
 @dataclass(frozen=True)
 class ParameterBounds:
     """The box the search stays in; a parameter whose bounds are equal is held fixed.

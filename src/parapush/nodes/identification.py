@@ -134,6 +134,7 @@ class IdentificationNode(Node):
     def _identify_grid(self, request, response, index: int, records: list) -> None:
         """Method grid: per-cell maps by projected gradient descent (torch, imported only here)."""
         from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
+        from parapush.identification.map_rendering import render_map
 
         name = request.object
         initial = self.published.get(name, ObjectParameters.from_scene(self.scene, index))
@@ -144,7 +145,8 @@ class IdentificationNode(Node):
             raise MessageError(str(error)) from None
         identifier = GridIdentifier.for_scene(self.scene, index, initial, cell_size=settings.cell_size)
         result = identifier.identify(records, settings)
-        parameters = identifier.object_parameters(result)
+        rendering = render_map(identifier, result, records, self.scene, self.model_config.fine)
+        parameters = rendering.parameters
         stamp = self.get_clock().now().nanoseconds * 1e-9
         response.success = True
         response.parameters = parameters_to_msg(name, parameters, stamp=stamp)
@@ -159,7 +161,9 @@ class IdentificationNode(Node):
         response.cell_sensitivity = [float(value) for value in result.sensitivity]
         response.message = (
             f"'{name}' (grid, {result.grid.count} cells) from {len(records)} push(es): ADD error "
-            f"{result.initial_error * 1e3:.2f} -> {result.error * 1e3:.2f} mm in {result.seconds:.1f} s"
+            f"{result.initial_error * 1e3:.2f} -> {result.error * 1e3:.2f} mm in {result.seconds:.1f} s; the fine "
+            f"model takes " + (f"{len(parameters.patches)} patch(es) (contrast {rendering.contrast})"
+                               if rendering.contrast else "its uniform summary")
         )
         self._finish(request, response, parameters)
 

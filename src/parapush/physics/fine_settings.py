@@ -37,7 +37,10 @@ class FineSettings:
     - ``pusher_collider = object_collider = "cylinder"``: vertical capsules are analytic
       but save under 10 % of the step (5.4 vs 5.9 ms, 9.2 vs 9.8 ms: the constraint solver
       dominates) and change predictions by ~1 mm median (0.6 mm with four objects, and one
-      box-corner push by 60 mm) relative to the true cylinder geometry.
+      box-corner push by 60 mm) relative to the cylinder collider. At a box's corner the
+      capsule has the true normal (from the vertical edge to the pusher's axis) and MuJoCo's
+      cylinder/box collider a face's (``test_physics_fine.py``), which is that push: the
+      cylinder is kept for the shipped learned model, trained with it.
 
     Attributes:
         timestep: simulation step, s (papers and authors' code: 1 ms).

@@ -14,7 +14,6 @@ identification node and the benchmarks all build their predictors here.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections import deque
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parapush.identification import ObjectModelVariants, ObjectParameters
+from parapush.identification import ObjectModelVariants, ObjectParameters, scene_with_object
 from parapush.parareal import PararealOptions, PararealResult, PararealSolver, PhysicsDivergenceError
 from parapush.physics.backends import FineBackend, make_backend
 from parapush.physics.backends.processes import WorkerError
@@ -113,14 +112,6 @@ class EngineStatistics:
     backend: str
     worker_restarts: int
     fidelity_reruns: int = 0
-
-
-def scene_with_object(scene: Scene, index: int, parameters: ObjectParameters) -> Scene:
-    """``scene`` with object ``index`` built as ``parameters`` describe it: its mass and patches
-    (their frictions, and the other parameters, are written into the model afterwards)."""
-    spec = dataclasses.replace(scene.objects[index], mass=parameters.mass, patches=parameters.patches)
-    objects = scene.objects[:index] + (spec,) + scene.objects[index + 1:]
-    return dataclasses.replace(scene, objects=objects)
 
 
 class PredictionEngine:
@@ -310,25 +301,26 @@ class PredictionEngine:
         if not isinstance(request, PredictionRequest):
             raise TypeError(f"request: expected a PredictionRequest, got {type(request).__name__}")
         check_request_fits(request, self.layout, self.limits)
-        coarse = self.default_coarse
-        if request.coarse_model is not None:
-            coarse = self._resolve_coarse(request.coarse_model, "coarse_model", RequestError)
-        initial = request.initial_state
-        projected = self.projector.project(initial[None])[0]
-        moved = float(np.max(np.abs(projected - initial)))
-        if moved > self.config.max_initial_overlap:
-            raise RequestError(
-                f"initial_state: bodies overlap; resolving it moves a body by {moved * 1000:.1f} mm, more than "
-                f"the {self.config.max_initial_overlap * 1000:.1f} mm allowed"
-            )
-        initial_states = np.repeat(projected[None], request.sequences, axis=0)
-        model = request.model_name(self.config)
-        options = request.stopping_rules(self.config)
-        # The coarse model alone has nothing to schedule; otherwise the configured rule.
-        schedule = "parareal" if model == "coarse" else self.config.schedule
-        check_work_budget(self._estimate_work(request, model, options, schedule), self.limits.max_work)
-        solver = self._solvers[coarse]
+        # shared: the models stay the same until the answer (apply_object_parameters may rebuild them)
         with self._lock.shared():
+            coarse = self.default_coarse
+            if request.coarse_model is not None:
+                coarse = self._resolve_coarse(request.coarse_model, "coarse_model", RequestError)
+            initial = request.initial_state
+            projected = self.projector.project(initial[None])[0]
+            moved = float(np.max(np.abs(projected - initial)))
+            if moved > self.config.max_initial_overlap:
+                raise RequestError(
+                    f"initial_state: bodies overlap; resolving it moves a body by {moved * 1000:.1f} mm, more than "
+                    f"the {self.config.max_initial_overlap * 1000:.1f} mm allowed"
+                )
+            initial_states = np.repeat(projected[None], request.sequences, axis=0)
+            model = request.model_name(self.config)
+            options = request.stopping_rules(self.config)
+            # The coarse model alone has nothing to schedule; otherwise the configured rule.
+            schedule = "parareal" if model == "coarse" else self.config.schedule
+            check_work_budget(self._estimate_work(request, model, options, schedule), self.limits.max_work)
+            solver = self._solvers[coarse]
             reruns_before = self.fidelity_reruns
             try:
                 if model == "fine":
@@ -343,7 +335,7 @@ class PredictionEngine:
             except WorkerError as error:
                 raise PredictionError(f"a fine worker failed: {error}") from None
             reruns = self.fidelity_reruns - reruns_before
-        return self._outcome(model, result, started, moved, reruns)
+            return self._outcome(model, result, started, moved, reruns)
 
     @property
     def fidelity_reruns(self) -> int:

@@ -60,12 +60,17 @@ def read_recording(path: Path, scene: Scene, *, state_topic: str, controls_topic
 def identify_grid(args: argparse.Namespace, scene: Scene, name: str, records: list, recording: Path) -> int:
     """``--method grid``: the cell maps and what a fine model takes from them (regions as patches)."""
     from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
+    from parapush.identification.map_rendering import render_map
 
     identifier = GridIdentifier.for_scene(scene, scene.object_index(name))
     result = identifier.identify(records, GridIdentificationSettings(iterations=args.iterations or 40))
-    summary = identifier.object_parameters(result)
+    rendering = render_map(identifier, result, records, scene)
+    summary = rendering.parameters
     print(f"'{name}' (grid, {result.grid.count} cells): ADD error {result.initial_error * 1e3:.2f} mm (scene file) -> "
-          f"{result.error * 1e3:.2f} mm (identified) in {result.seconds:.1f} s")
+          f"{result.error * 1e3:.2f} mm (identified) in {result.seconds:.1f} s; in the fine model: "
+          + (f"{len(summary.patches)} patch(es) read at contrast {rendering.contrast}" if rendering.contrast
+             else "the uniform summary")
+          + f" ({rendering.errors[rendering.contrast] * 1e3:.2f} mm on these pushes)")
     for index, parameter in enumerate(PARAMETER_NAMES):
         print(f"  {parameter:>16}: {identifier.nominal.as_vector()[index]:8.4f} -> {summary.as_vector()[index]:8.4f}")
     for number, patch in enumerate(summary.patches):

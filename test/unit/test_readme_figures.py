@@ -66,8 +66,8 @@ FIGURES = (
         (".1f", ".1f", ".0f", ".0f", ".1f", ".1f"),
     ),
     Figure(
-        "error went from {} mm (scene file's parameters) to {} mm (the true object in the world's own "
-        "physics: {} mm); the pusher friction came out at {} (true {})",
+        "position error was {} mm with the scene file's parameters and {} mm after the search (the true object "
+        "in the world's own physics: {} mm); the pusher friction came out at {} (true {})",
         "identification",
         (
             "held_out_error_mm_scene_parameters",
@@ -80,12 +80,13 @@ FIGURES = (
     ),
     Figure(
         "the grid's held-out error was {} / {} / {} / {} mm against the cross-entropy search's {} / {} / {} / {} mm "
-        "(cylinder / box / hammer / patched box), in {} s at most; the service's fine model with the rendered map: "
-        "{} / {} / {} / {} mm",
+        "(cylinder / box / hammer / patched box), {}x and {}x on the heterogeneous objects and {}x on the box, in {} s "
+        "at most; the service's fine model with the rendered map: {} / {} / {} / {} mm",
         "identification",
-        tuple(f"{name}_{method}_mm" for method in ("grid", "cem") for name in OBJECTS) + ("grid_seconds_max",)
+        tuple(f"{name}_{method}_mm" for method in ("grid", "cem") for name in OBJECTS)
+        + ("hetero_hammer_grid_to_cem", "hetero_patch_grid_to_cem", "box_grid_to_cem", "grid_seconds_max")
         + tuple(f"{name}_grid_on_fine_mm" for name in OBJECTS),
-        (".1f",) * 8 + (".0f",) + (".1f",) * 4,
+        (".1f",) * 8 + (".2f",) * 3 + (".0f",) + (".1f",) * 4,
     ),
     Figure(
         "(simulated: {} mm, {} deg; real: {} mm, {} deg)",

@@ -7,7 +7,8 @@
    the end-position difference of a few 4 s pushes (ISRR protocol: push angles 0 and
    +-15 deg, pusher offset across the object) against the reference rk4 + cylinder
    colliders with the same (elliptic) cone. The pyramidal rows show how much the cone
-   alone changes the prediction. Contact makes pushing chaotic (1e-9 m in gives ~1e-5 m
+   alone changes the prediction, the tilt rows how much roll and pitch do (``object_tilt``:
+   the weight shared as on a rigid body, not as the solver chooses). Contact makes pushing chaotic (1e-9 m in gives ~1e-5 m
    out after 1 s), so differences below ~0.1 mm are noise, not accuracy.
 
     python bench/fine_model_defaults.py [--quick]
@@ -48,6 +49,10 @@ def configurations() -> list[tuple[str, FineSettings]]:
     for integrator in ("euler", "rk4"):
         settings = FineSettings(integrator=integrator, cone="pyramidal")
         configs.append((f"{integrator}+capsule+pyramidal", settings))
+    # roll and pitch (FineSettings.object_tilt), with the default and the exact pusher collider: what
+    # the physically shared weight costs and how far it moves predictions (as the pyramidal rows do)
+    for collider in ("cylinder", "capsule"):
+        configs.append((f"euler+{collider}+tilt", FineSettings(pusher_collider=collider, object_tilt=True)))
     return configs
 
 
@@ -172,6 +177,11 @@ def readme_figures(rows: list[dict], isotropy: list[dict]) -> dict[str, float | 
         "euler_capsule_max_end_difference_mm": max(by_config[s, "euler+capsule"]["max_end_difference_mm"]
                                                    for s in scenes),
         "pyramidal_disc_stopping_mm": list(pyramidal_disc["stopping_distance_mm"].values()),
+        "tilt_cost_increase_percent_median": float(np.median(
+            [100.0 * (cost(s, "euler+cylinder+tilt") / cost(s, "euler+cylinder") - 1.0) for s in scenes])),
+        "tilt_box_median_end_difference_mm": by_config["one_box", "euler+cylinder+tilt"]["median_end_difference_mm"],
+        "tilt_cylinder_median_end_difference_mm":
+            by_config["one_cylinder", "euler+cylinder+tilt"]["median_end_difference_mm"],
     }
 
 

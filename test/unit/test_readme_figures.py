@@ -89,6 +89,14 @@ FIGURES = (
         (".1f",) * 8 + (".2f",) * 3 + (".0f",) + (".1f",) * 4,
     ),
     Figure(
+        "tilt costs {} % more per 1 s control, median of three scenes, and moves the end of 4 s pushes by {} mm on a "
+        "box and {} mm on a cylinder",
+        "fine_model_defaults",
+        ("tilt_cost_increase_percent_median", "tilt_box_median_end_difference_mm",
+         "tilt_cylinder_median_end_difference_mm"),
+        (".0f", ".1f", ".1f"),
+    ),
+    Figure(
         "(simulated: {} mm, {} deg; real: {} mm, {} deg)",
         "sim_push_noise",
         (

@@ -56,11 +56,11 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
-from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
+from parapush.nodes.lazy_message import LazyMessage
 from parapush.nodes.mpc_world import RosAsyncWorld
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import (
@@ -150,10 +150,8 @@ class MpcNode(Node):
         self._state_lock = threading.Lock()
         # scene_state arrives at the mocap rate (120 Hz) while a re-plan runs in this process: the
         # callback only keeps the CDR bytes (raw); a state is deserialized when the loop looks at it.
-        self._latest_raw: tuple[float, bytes | None] = (0.0, None)
-        self._latest: tuple[float, SceneState | None] = (0.0, None)
-        self._decoded: bytes | None = None  # the bytes self._latest was deserialized from
-        self.create_subscription(SceneState, "scene_state", self._on_state, 10,
+        self._latest_state = LazyMessage(SceneState)
+        self.create_subscription(SceneState, "scene_state", self._latest_state.put, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup(), raw=True)
         self._executor_stop: str | None = None  # the executor's reason while it holds a latched stop
         self.create_subscription(DiagnosticStatus, "executor_status", self._on_executor_status,
@@ -212,11 +210,6 @@ class MpcNode(Node):
                 weights_path=self.model_config.learned_weights, fine_settings=self.model_config.fine)
         return self._coarse[preset.coarse_resolves_overlaps]
 
-    def _on_state(self, data: bytes) -> None:
-        received = time.monotonic()
-        with self._state_lock:
-            self._latest_raw = (received, data)
-
     def _on_executor_status(self, message: DiagnosticStatus) -> None:
         latched = any(value.key == "stop_latched" and value.value == "True" for value in message.values)
         with self._state_lock:
@@ -229,11 +222,7 @@ class MpcNode(Node):
 
     def latest_state(self) -> tuple[float, SceneState | None]:
         """(monotonic s when received, the last ``scene_state`` message or None before the first)."""
-        with self._state_lock:
-            received, data = self._latest_raw
-            if data is not None and data is not self._decoded:
-                self._latest, self._decoded = (received, deserialize_message(data, SceneState)), data
-            return self._latest
+        return self._latest_state.get()
 
     def _on_goal(self, goal: PushObject.Goal) -> GoalResponse:
         # Taken here, released when the goal's execution ends: a goal accepted before the first

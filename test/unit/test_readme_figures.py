@@ -89,6 +89,14 @@ FIGURES = (
         (".1f",) * 8 + (".2f",) * 3 + (".0f",) + (".1f",) * 4,
     ),
     Figure(
+        "the search with the world's own physics in its fine model reached {} / {} / {} / {} mm, against which the "
+        "grid is {}x / {}x / {}x / {}x",
+        "identification",
+        tuple(f"{name}_cem_world_physics_mm" for name in OBJECTS)
+        + tuple(f"{name}_grid_to_cem_world_physics" for name in OBJECTS),
+        (".1f",) * 4 + (".2f",) * 4,
+    ),
+    Figure(
         "tilt costs {} % more per 1 s control, median of three scenes, and moves the end of 4 s pushes by {} mm on a "
         "box and {} mm on a cylinder",
         "fine_model_defaults",

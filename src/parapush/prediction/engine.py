@@ -245,8 +245,9 @@ class PredictionEngine:
                 f"object parameters can only be changed with the 'threads' or 'serial' backend: the "
                 f"'{self.config.backend}' backend's workers each hold their own copy of the fine model"
             )
-        variants = self._variants(object_name)
+        self._variants(object_name)  # RequestError for an unknown name, before waiting for the lock
         with self._lock.exclusive():  # never while a prediction reads the model
+            variants = self._variants(object_name)  # (after the wait: an earlier change may have rebuilt it)
             previous = variants.current()
             if not variants.matches(parameters):
                 self._rebuild(scene_with_object(self.scene, variants.object_index, parameters))

@@ -8,8 +8,9 @@
    +-15 deg, pusher offset across the object) against the reference rk4 + cylinder
    colliders with the same (elliptic) cone. The pyramidal rows show how much the cone
    alone changes the prediction, the tilt rows how much roll and pitch do (``object_tilt``:
-   the weight shared as on a rigid body, not as the solver chooses). Contact makes pushing chaotic (1e-9 m in gives ~1e-5 m
-   out after 1 s), so differences below ~0.1 mm are noise, not accuracy.
+   the weight shared as on a rigid body, not as the solver chooses). Contact makes pushing
+   chaotic (1e-9 m in gives ~1e-5 m out after 1 s), so differences below ~0.1 mm are noise,
+   not accuracy.
 
     python bench/fine_model_defaults.py [--quick]
 

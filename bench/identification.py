@@ -227,19 +227,13 @@ def grid_errors(identifier: GridIdentifier, records, result) -> tuple[float, flo
     return final_errors([prediction[-1].detach().numpy() for prediction in predictions], records)
 
 
-def service_errors(nominal: Scene, model_config, parameters: ObjectParameters, records) -> tuple[float, float]:
-    """Open-loop errors of the prediction service's fine model with ``parameters`` applied (patches rebuild
-    it: :meth:`parapush.prediction.PredictionEngine.apply_object_parameters`)."""
-    with ObjectIdentifier(PredictionEngine.build_fine_model(scene_with_object(nominal, 0, parameters), model_config),
-                          0) as applied:
-        return fine_errors(applied, records, parameters)
-
-
-def floor_errors(truth: Scene, physics: FineSettings, records) -> tuple[float, float]:
-    """Open-loop errors of a fine model of the true object with the world's own physics: what the noise
-    leaves (no identification can remove it)."""
-    with ObjectIdentifier(FineModel(truth, physics), 0) as exact:
-        return fine_errors(exact, records, exact.variants.current())  # the model as built (patches kept)
+def built_model_errors(scene: Scene, physics: FineSettings, parameters: ObjectParameters, records
+                       ) -> tuple[float, float]:
+    """Open-loop errors of a fine model (``physics``) built for ``scene``'s object as ``parameters`` describe
+    it (patches are geoms: the prediction service rebuilds for them,
+    :meth:`parapush.prediction.PredictionEngine.apply_object_parameters`)."""
+    with ObjectIdentifier(FineModel(scene_with_object(scene, 0, parameters), physics), 0) as built:
+        return fine_errors(built, records, parameters)
 
 
 def main() -> int:
@@ -285,11 +279,13 @@ def main() -> int:
         details[name] = {"recorded_s": recorded, "cells": grid.count, "fits": {}}
         with ObjectIdentifier(fine, 0) as identifier:
             scene_errors = fine_errors(identifier, held_out, scene_parameters)
-            floor = details[name]["floor_mm_deg"] = floor_errors(true_scene(nominal, true), world_physics, held_out)
+            # the floor: the true object in the world's own physics, what the noise leaves
+            truth = true_scene(nominal, true)
+            floor = details[name]["floor_mm_deg"] = built_model_errors(truth, world_physics,
+                                                                       ObjectParameters.from_scene(truth, 0), held_out)
             # the best the search can do: the searched model with the true values (uniform objects)
             details[name]["searched_model_true_values_mm_deg"] = (
-                None if true.spec.patches else fine_errors(identifier, held_out,
-                                                           ObjectParameters.from_scene(true_scene(nominal, true), 0)))
+                None if true.spec.patches else fine_errors(identifier, held_out, ObjectParameters.from_scene(truth, 0)))
             for count in counts:
                 training = records[:count]
                 started = time.perf_counter()
@@ -312,7 +308,8 @@ def main() -> int:
                     "grid_rendering_contrast": rendering.contrast,
                     # what the prediction service's fine model predicts with the grid's map applied (its
                     # regions as patches, the model rebuilt for them)
-                    "grid_on_fine_mm_deg": service_errors(nominal, model_config, grid_parameters, held_out),
+                    "grid_on_fine_mm_deg": built_model_errors(nominal, model_config.fine, grid_parameters,
+                                                              held_out),
                     "grid_add_mm": [fitted.initial_error * 1000, fitted.error * 1000],
                 }
                 maps[name] = (grid, fitted, true)

@@ -117,19 +117,13 @@ class IdentificationNode(Node):
         with ObjectIdentifier(self.fine_model, index, workers=self.model_config.workers) as identifier:
             initial = self.published.get(name, identifier.variants.nominal)
             result = identifier.identify(records, settings=settings, initial=initial)
-        stamp = self.get_clock().now().nanoseconds * 1e-9
-        response.success = True
-        response.parameters = parameters_to_msg(name, result.parameters, stamp=stamp)
-        response.initial = parameters_to_msg(name, initial, stamp=stamp)
-        response.error = result.error
-        response.initial_error = result.initial_error
         response.sensitivity = [float(value) for value in result.sensitivity]
-        response.evaluations = result.evaluations
         response.message = (
             f"'{name}' (cem) from {len(records)} push(es): one-step error {result.initial_error * 1e3:.2f} -> "
             f"{result.error * 1e3:.2f} mm after {result.iterations} iteration(s) ({result.stop_reason})"
         )
-        self._finish(request, response, result.parameters)
+        self._finish(request, response, result.parameters, initial, result.error, result.initial_error,
+                     result.evaluations)
 
     def _identify_grid(self, request, response, index: int, records: list) -> None:
         """Method grid: per-cell maps by projected gradient descent (torch, imported only here)."""
@@ -147,13 +141,6 @@ class IdentificationNode(Node):
         result = identifier.identify(records, settings)
         rendering = render_map(identifier, result, records, self.scene, self.model_config.fine)
         parameters = rendering.parameters
-        stamp = self.get_clock().now().nanoseconds * 1e-9
-        response.success = True
-        response.parameters = parameters_to_msg(name, parameters, stamp=stamp)
-        response.initial = parameters_to_msg(name, initial, stamp=stamp)
-        response.error = result.error
-        response.initial_error = result.initial_error
-        response.evaluations = len(result.history) - 1
         response.cell_x = [float(value) for value in result.grid.centers[:, 0]]
         response.cell_y = [float(value) for value in result.grid.centers[:, 1]]
         response.cell_mass = [float(value) for value in result.cell_mass]
@@ -165,9 +152,19 @@ class IdentificationNode(Node):
             f"model takes " + (f"{len(parameters.patches)} patch(es) (contrast {rendering.contrast})"
                                if rendering.contrast else "its uniform summary")
         )
-        self._finish(request, response, parameters)
+        self._finish(request, response, parameters, initial, result.error, result.initial_error,
+                     len(result.history) - 1)
 
-    def _finish(self, request, response, parameters: ObjectParameters) -> None:
+    def _finish(self, request, response, parameters: ObjectParameters, initial: ObjectParameters, error: float,
+                initial_error: float, evaluations: int) -> None:
+        """Fill what both methods answer (the result and where it started, stamped now), publish when asked, log."""
+        stamp = self.get_clock().now().nanoseconds * 1e-9
+        response.success = True
+        response.parameters = parameters_to_msg(request.object, parameters, stamp=stamp)
+        response.initial = parameters_to_msg(request.object, initial, stamp=stamp)
+        response.error = error
+        response.initial_error = initial_error
+        response.evaluations = evaluations
         if request.publish:
             self.published[request.object] = parameters
             self._publisher.publish(response.parameters)

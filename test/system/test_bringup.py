@@ -10,7 +10,6 @@ every node cleanly with no process left behind.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from pathlib import Path
 
@@ -24,9 +23,9 @@ from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
-from local_ports import free_port
 from parapush.graph import config_dir
 from parapush.programs.bringup import Bringup
+from parapush.stack_network import SimDevicePorts
 
 SCENE = {
     "name": "system_short_push",
@@ -71,15 +70,9 @@ def run_files(tmp_path):
 def test_bringup_pushes_to_the_goal_and_shuts_down_cleanly(run_files, tmp_path):
     scene_path, planner_path = run_files
     domain = int(os.environ["ROS_DOMAIN_ID"]) % 100 + 130
-    command_port = free_port()
-    gripper_port = free_port(socket.SOCK_STREAM)
-    overrides = {
-        "sim_driver": {"natnet_command_port": command_port, "natnet_data_port": free_port(),
-                       "gripper_tcp_port": gripper_port, "seed": 3},
-        "state_estimator": {"command_port": command_port},
-        "executor": {"gripper.address": f"tcp://127.0.0.1:{gripper_port}"},
-        "mpc": {"planner_config": str(planner_path)},
-    }
+    overrides = SimDevicePorts.free().overrides()  # the simulated devices on free ports, and their clients
+    overrides["sim_driver"]["seed"] = 3
+    overrides["mpc"] = {"planner_config": str(planner_path)}
     bringup = Bringup("sim", str(scene_path), overrides, tmp_path / "logs",
                       environment={"ROS_DOMAIN_ID": str(domain)})
     context = Context()

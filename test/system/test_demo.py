@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -27,7 +26,6 @@ from PIL import Image
 from test_bringup import short_planner_file
 
 from foxglove_layout import layout_topics, load_layout
-from local_ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -77,20 +75,16 @@ def demo_run(tmp_path_factory):
 
 
 def demo_command(folder: Path, out: Path) -> list[str]:
-    """The demo on SCENE (written to ``folder``) with the short planner file and free device ports."""
+    """The demo on SCENE (written to ``folder``) with the short planner file (and the free device ports
+    the demo chooses itself)."""
     scene_path = folder / "system_demo.yaml"
     scene_path.write_text(yaml.safe_dump(SCENE))
-    command_port, gripper_port = free_port(), free_port(socket.SOCK_STREAM)
+    # the simulated devices' ports: the demo's own (config/network.yaml, sim: device_ports auto)
     return [
         sys.executable, "-m", "parapush.programs.demo", "--scene", str(scene_path), "--out", str(out),
         "--max-controls", "15", "--timeout", "150",
         "--param", f"mpc.planner_config={short_planner_file(folder)}",
         "--param", "sim_driver.seed=3",
-        "--param", f"sim_driver.natnet_command_port={command_port}",
-        "--param", f"sim_driver.natnet_data_port={free_port()}",
-        "--param", f"sim_driver.gripper_tcp_port={gripper_port}",
-        "--param", f"state_estimator.command_port={command_port}",
-        "--param", f"executor.gripper.address=tcp://127.0.0.1:{gripper_port}",
     ]
 
 

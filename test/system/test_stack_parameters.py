@@ -6,7 +6,6 @@ answers and none has exited or been respawned."""
 from __future__ import annotations
 
 import os
-import socket
 import time
 
 import pytest
@@ -15,9 +14,9 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter_client import AsyncParameterClient
 
-from local_ports import free_port
 from parapush.graph import load_graph
 from parapush.programs.bringup import Bringup
+from parapush.stack_network import SimDevicePorts
 
 NODES = [entry.name for entry in load_graph().for_profile("sim")]
 # (The prediction service used to overwrite rclpy's Node._parameters: the first get-parameters
@@ -60,13 +59,8 @@ class StackClient:
 def stack(tmp_path_factory):
     logs = tmp_path_factory.mktemp("stack") / "logs"
     domain = int(os.environ["ROS_DOMAIN_ID"]) % 100 + 130
-    command_port, gripper_port = free_port(), free_port(socket.SOCK_STREAM)
-    overrides = {
-        "sim_driver": {"natnet_command_port": command_port, "natnet_data_port": free_port(),
-                       "gripper_tcp_port": gripper_port, "seed": 3},
-        "state_estimator": {"command_port": command_port},
-        "executor": {"gripper.address": f"tcp://127.0.0.1:{gripper_port}"},
-    }
+    overrides = SimDevicePorts.free().overrides()  # the simulated devices on free ports, and their clients
+    overrides["sim_driver"]["seed"] = 3
     bringup = Bringup("sim", "clutter_fig1.yaml", overrides, logs, environment={"ROS_DOMAIN_ID": str(domain)})
     bringup.start()
     client = StackClient(domain)

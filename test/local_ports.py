@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import random
 import socket
+
+from parapush.stack_network import device_port_candidates, port_is_held
+
+_ORDER = random.Random(os.getpid())
+_HANDED_OUT: set[int] = set()
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:
-    """A port on 127.0.0.1 of socket type ``kind`` (UDP by default, ``socket.SOCK_STREAM`` for TCP)
-    that no socket holds now: the OS picks it; it may be taken again later."""
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A port of socket type ``kind`` (UDP by default, ``socket.SOCK_STREAM`` for TCP) that no
+    socket of this machine holds now, never the same twice in one test run: one of the simulated
+    devices' candidates (``device_port_candidates``: no DDS port, none the kernel hands out by
+    itself), so no node's DDS socket takes it before the test's server binds it."""
+    candidates = sorted(set(device_port_candidates()) - _HANDED_OUT)
+    _ORDER.shuffle(candidates)
+    port = next((port for port in candidates if not port_is_held(port, kind)), None)
+    assert port is not None, "every candidate port is held"
+    _HANDED_OUT.add(port)
+    return port

@@ -22,6 +22,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import random
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -46,6 +47,14 @@ PROBED_PARTICIPANTS = 8
 """Participant indices whose discovery ports are probed: DDS gives a new participant the lowest
 free index, so a domain in use holds index 0 unless its first participants have exited."""
 DEVICE_PORT_MODES = ("auto", "fixed")
+DEVICE_PORT_OFFSETS = range(2, 10)
+"""Offsets in each domain's block of ``DOMAIN_GAIN`` ports that the RTPS mapping leaves unused
+(the multicast ports are at 0 and 1, the unicast ports from ``UNICAST_OFFSET`` on): the simulated
+devices' auto ports are chosen there, so no DDS participant of any domain binds them."""
+EPHEMERAL_PORTS_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_DEVICE_PORT_CHOICE = random.Random(os.getpid())
+"""Orders the candidate device ports: seeded by the process id, so that stacks started at once by
+different processes try them in different orders."""
 
 
 class NetworkError(ValueError):
@@ -133,9 +142,13 @@ def domain_ports(domain: int, participants: int = PROBED_PARTICIPANTS) -> tuple[
     return (base, *(base + UNICAST_OFFSET + PARTICIPANT_GAIN * index for index in range(participants)))
 
 
-def _udp_port_is_held(port: int) -> bool:
-    """Some socket of this machine holds UDP ``port`` (a bind on any address fails)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+def port_is_held(port: int, kind: int = socket.SOCK_DGRAM) -> bool:
+    """Some socket of this machine holds ``port`` of socket type ``kind`` (UDP by default; a bind
+    on any address fails). A TCP port left only by closed connections (TIME_WAIT) counts as free,
+    as it is for a server that sets SO_REUSEADDR (asyncio's, the gripper emulator's)."""
+    with socket.socket(socket.AF_INET, kind) as probe:
+        if kind == socket.SOCK_STREAM:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("0.0.0.0", port))
         except OSError as error:
@@ -145,9 +158,28 @@ def _udp_port_is_held(port: int) -> bool:
     return False
 
 
+def ephemeral_ports() -> range:
+    """The ports the kernel hands out itself (binds to port 0, outgoing sockets); Linux's default
+    32768-60999 where ``EPHEMERAL_PORTS_FILE`` cannot be read."""
+    try:
+        low, high = (int(value) for value in EPHEMERAL_PORTS_FILE.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
+def device_port_candidates() -> list[int]:
+    """Ports for the simulated devices, ascending: the ``DEVICE_PORT_OFFSETS`` of every domain's
+    block (no RTPS port) outside the kernel's ephemeral range (all of them, if it leaves none)."""
+    ports = [PORT_BASE + DOMAIN_GAIN * domain + offset
+             for domain in range(MAX_DOMAIN + 1) for offset in DEVICE_PORT_OFFSETS]
+    ephemeral = ephemeral_ports()
+    return [port for port in ports if port not in ephemeral] or ports
+
+
 def domain_in_use(domain: int) -> bool:
     """A DDS participant of this machine is on ``domain`` (it holds one of :func:`domain_ports`)."""
-    return any(_udp_port_is_held(port) for port in domain_ports(domain))
+    return any(port_is_held(port) for port in domain_ports(domain))
 
 
 class DomainLease:
@@ -242,15 +274,29 @@ class SimDevicePorts:
             raise NetworkError(f"natnet_data: must differ from natnet_command ({self.natnet_command})")
 
     @classmethod
-    def free(cls) -> SimDevicePorts:
-        """Ports no socket of this machine holds now (the OS picks them; each differs from the others)."""
-        with contextlib.ExitStack() as held:  # held together: the two UDP ports differ
-            sockets = []
-            for kind in (socket.SOCK_DGRAM, socket.SOCK_DGRAM, socket.SOCK_STREAM):
-                probe = held.enter_context(socket.socket(socket.AF_INET, kind))
-                probe.bind(("127.0.0.1", 0))
-                sockets.append(probe.getsockname()[1])
-        return cls(*sockets)
+    def free(cls, *, order: random.Random | None = None) -> SimDevicePorts:
+        """Three different ports (two UDP, one TCP) that no socket of this machine holds now,
+        among :func:`device_port_candidates`, tried in the order ``order`` shuffles them into
+        (default: a generator seeded by the process id).
+
+        The candidates are ports that nothing else takes by chance before the simulated driver
+        binds them: no DDS participant binds them and the kernel does not hand them out. Ports
+        the kernel picks itself (a bind to port 0) lie in its ephemeral range, as do the RTPS
+        ports of domains 101 and above; a node's DDS socket once took such a port between
+        this choice and the driver's bind ("Address already in use").
+
+        Raises:
+            NetworkError: every candidate is held.
+        """
+        candidates = device_port_candidates()
+        (order or _DEVICE_PORT_CHOICE).shuffle(candidates)
+        chosen: list[int] = []
+        for kind in (socket.SOCK_DGRAM, socket.SOCK_DGRAM, socket.SOCK_STREAM):
+            port = next((port for port in candidates if port not in chosen and not port_is_held(port, kind)), None)
+            if port is None:
+                raise NetworkError(f"device ports: all {len(candidates)} candidate ports are held on this machine")
+            chosen.append(port)
+        return cls(*chosen)
 
     def overrides(self) -> dict[str, dict[str, object]]:
         """The parameter overrides that give these ports to the simulated driver and to its clients."""

@@ -23,8 +23,6 @@ NODES = [entry.name for entry in load_graph().for_profile("sim")]
 # request killed it, issue 17.)
 
 
-
-
 class StackClient:
     """A node of the test's own spinning on its own executor, with a parameter client per node."""
 
@@ -41,13 +39,28 @@ class StackClient:
         assert future.done(), f"no answer within {timeout} s"
         return future.result()
 
-    def services_ready(self, name: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
+    def first_answer(self, name: str, timeout: float) -> float | None:
+        """Seconds until the node first answers a list-parameters request (None: not within
+        ``timeout``), re-sending it every few seconds.
+
+        Discovered services are not enough: a node's parameter services exist from its first
+        line, before the node has finished starting (the prediction service builds its models)
+        and spins; and a reply sent before the server has matched this client's reply reader
+        is dropped by Fast DDS after 100 ms (rmw_fastrtps), so a first request can go
+        unanswered. Once one is answered, both sides are up and matched."""
+        start = time.monotonic()
+        deadline = start + timeout
         while time.monotonic() < deadline:
-            if self.clients[name].services_are_ready():
-                return True
-            self.executor.spin_once(timeout_sec=0.1)
-        return False
+            if not self.clients[name].services_are_ready():
+                self.executor.spin_once(timeout_sec=0.1)
+                continue
+            future = self.clients[name].list_parameters()
+            wait = min(3.0, max(0.1, deadline - time.monotonic()))
+            self.executor.spin_until_future_complete(future, timeout_sec=wait)
+            if future.done():
+                return time.monotonic() - start
+            future.cancel()  # a late answer to it is ignored; the next request is a new one
+        return None
 
     def close(self) -> None:
         self.node.destroy_node()
@@ -67,8 +80,9 @@ def stack(tmp_path_factory):
     try:
         deadline = time.monotonic() + 120
         for name in NODES:
-            ready = client.services_ready(name, max(1.0, deadline - time.monotonic()))
-            assert ready, f"{name}: parameter services not up; failed {bringup.failed()}; logs in {logs}"
+            seconds = client.first_answer(name, max(1.0, deadline - time.monotonic()))
+            assert seconds is not None, f"{name}: no parameter answer; failed {bringup.failed()}; logs in {logs}"
+            print(f"{name}: first parameter answer after {seconds:.1f} s")
         yield bringup, client, logs
     finally:
         client.close()

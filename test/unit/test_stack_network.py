@@ -3,6 +3,7 @@ config/network.yaml; and the bringup built on it (no node started, no ROS)."""
 
 from __future__ import annotations
 
+import random
 import socket
 import subprocess
 import sys
@@ -16,12 +17,18 @@ from parapush.graph import load_graph
 from parapush.programs.bringup import isolated_bringup
 from parapush.stack_network import (
     AUTO_DOMAINS,
+    DEVICE_PORT_OFFSETS,
+    DOMAIN_GAIN,
+    MAX_DOMAIN,
+    PORT_BASE,
     NetworkError,
     NetworkSettings,
     SimDevicePorts,
     StackNetwork,
+    device_port_candidates,
     domain_in_use,
     domain_ports,
+    ephemeral_ports,
     load_network_settings,
     reserve_domain,
     try_lease,
@@ -131,6 +138,32 @@ def test_free_device_ports_differ_and_reach_parameters_the_nodes_have():
         SimDevicePorts(1510, 1510, 15020)
     with pytest.raises(NetworkError, match="gripper_tcp"):
         SimDevicePorts(1510, 1511, 0)
+
+
+def test_device_port_candidates_are_no_dds_port_of_any_domain_and_outside_the_ephemeral_range():
+    candidates = device_port_candidates()
+    assert len(candidates) >= 100 and len(set(candidates)) == len(candidates)
+    ephemeral = ephemeral_ports()
+    assert not any(port in ephemeral for port in candidates)
+    # Every RTPS port: multicast discovery and user (offsets 0, 1), unicast of 120 participants from 10.
+    rtps = {PORT_BASE + DOMAIN_GAIN * domain + offset
+            for domain in range(MAX_DOMAIN + 1) for offset in (0, 1, *range(10, 10 + 2 * 120))}
+    assert rtps.isdisjoint(candidates)
+    assert all((port - PORT_BASE) % DOMAIN_GAIN in DEVICE_PORT_OFFSETS for port in candidates)
+
+
+def test_free_device_ports_skip_held_ones():
+    first = device_port_candidates()
+    random.Random(5).shuffle(first)
+    ports = SimDevicePorts.free(order=random.Random(5))
+    assert ports == SimDevicePorts(*first[:3])  # this machine holds none of them; the three differ
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp, \
+            socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+        udp.bind(("127.0.0.1", first[0]))
+        tcp.bind(("127.0.0.1", first[0]))
+        tcp.listen()
+        held = SimDevicePorts.free(order=random.Random(5))
+    assert held == SimDevicePorts(*first[1:4])
 
 
 def test_project_network_file():

@@ -44,8 +44,7 @@ def start(monkeypatch):
 
 
 def assert_stopped(plant) -> None:
-    with plant.lock:
-        assert plant.controls and len(plant.controls[-1].controls) == 0, "the pusher was not stopped"
+    assert plant.stopped(), "the pusher was not stopped"
 
 
 def test_state_stream_lost_mid_goal_aborts_with_the_reason(ros_context, spinning, files, start):

@@ -117,7 +117,6 @@ def test_target_untracked_longer_than_state_timeout_ends_the_goal(ros_context, s
         assert not result.success and result.outcome == PushObject.Result.OUTCOME_ERROR
         assert "scene state unusable" in result.failure_reason and "is not tracked" in result.failure_reason, \
             result.failure_reason
-        with plant.lock:
-            assert plant.controls and len(plant.controls[-1].controls) == 0, "the pusher was not stopped"
+        assert plant.stopped(), "the pusher was not stopped"
     finally:
         node.close()

@@ -214,11 +214,12 @@ def test_demo_markers_and_paths_match_the_true_state(demo_run):
             if name == "pusher":
                 measured[2] = 0.0
             errors["markers"] += pose_errors(measured, truth)
-    for _, state in messages["/scene_state"]:
-        for body in state.objects:
+    for _, state in messages["/scene_state"]:  # the objects and the pusher (its markers are compared too)
+        for name, body in [(body.name, body) for body in state.objects] + [("pusher", state.pusher)]:
             if body.valid:
-                truth = true_pose_at(stamps, poses[body.name], seconds(state.header.stamp))
-                errors["estimator"] += pose_errors(np.array([body.x, body.y, body.yaw]), truth)
+                truth = true_pose_at(stamps, poses[name], seconds(state.header.stamp))
+                yaw = 0.0 if name == "pusher" else body.yaw
+                errors["estimator"] += pose_errors(np.array([body.x, body.y, yaw]), truth)
     for topic, body in (("/visualization/executed_target_path", SCENE["target"]),
                         ("/visualization/executed_pusher_path", "pusher")):
         path = messages[topic][-1][1]

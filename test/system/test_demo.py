@@ -190,55 +190,63 @@ def pose_errors(measured: np.ndarray, truth: np.ndarray | None) -> list[tuple[fl
 
 def test_demo_markers_and_paths_match_the_true_state(demo_run):
     """The visualizer's markers and paths (read with mcap_ros2) stand where the simulated world's
-    bodies were, within the estimator's error; so do the estimator's own states."""
+    bodies were, within the estimator's error; so do the estimator's own states. Each marker and
+    path pose whose estimate was recorded is that estimate, exactly (the recording can start after
+    a path's first pose, and can miss a state under load: those poses are held to the bounds only)."""
     completed, out = demo_run
     messages = read_decoded(out / "recording.mcap")
     stamps, poses = true_poses(messages)
     names = {index: spec["name"] for index, spec in enumerate(SCENE["objects"])}
     errors = {"markers": [], "estimator": [], "target path": [], "pusher path": []}
+    estimates = {}  # (stamp, body): (x, y, yaw) of the recorded estimates of tracked bodies (the pusher's yaw 0)
+    for _, state in messages["/scene_state"]:
+        for name, body in [(body.name, body) for body in state.objects] + [("pusher", state.pusher)]:
+            if body.valid:
+                estimate = np.array([body.x, body.y, 0.0 if name == "pusher" else body.yaw])
+                estimates[(state.header.stamp.sec, state.header.stamp.nanosec, name)] = estimate
+                truth = true_pose_at(stamps, poses[name], seconds(state.header.stamp))
+                errors["estimator"] += pose_errors(estimate, truth)
+    same = {"markers": 0, "paths": 0}  # poses compared with their recorded estimate
+
+    def check(kind: str, name: str, stamp, measured: np.ndarray) -> None:
+        estimate = estimates.get((stamp.sec, stamp.nanosec, name))
+        if estimate is not None:
+            [(position, yaw)] = pose_errors(measured, estimate)
+            assert position < 1e-6 and yaw < 1e-6, f"{kind} of {name}: {measured} is not its estimate {estimate}"
+            same["markers" if kind == "markers" else "paths"] += 1
+        errors[kind] += pose_errors(measured, true_pose_at(stamps, poses[name], seconds(stamp)))
+
     arrays = [decoded for _, decoded in messages["/visualization/scene"]]
     assert len(arrays) >= 10, describe(completed, out)
-    tracked = {(state.header.stamp.sec, state.header.stamp.nanosec):  # the bodies tracked in each estimate
-               {body.name for body in state.objects if body.valid} | ({"pusher"} if state.pusher.valid else set())
-               for _, state in messages["/scene_state"]}
     for array in arrays:
         for marker in array.markers:
             assert marker.header.frame_id == "table"
             if marker.ns not in ("objects", "pusher"):
                 continue
             name = "pusher" if marker.ns == "pusher" else names[marker.id]
-            if name not in tracked.get((marker.header.stamp.sec, marker.header.stamp.nanosec), ()):
-                continue  # a stale body, drawn grey where it was last seen
-            truth = true_pose_at(stamps, poses[name], seconds(marker.header.stamp))
+            stamp = marker.header.stamp
+            if (stamp.sec, stamp.nanosec, name) not in estimates:
+                continue  # a stale body, drawn grey where it was last seen (or its estimate was not recorded)
             measured = np.array([marker.pose.position.x, marker.pose.position.y, yaw_of(marker.pose.orientation)])
             if name == "pusher":
                 measured[2] = 0.0
-            errors["markers"] += pose_errors(measured, truth)
-    for _, state in messages["/scene_state"]:  # the objects and the pusher (its markers are compared too)
-        for name, body in [(body.name, body) for body in state.objects] + [("pusher", state.pusher)]:
-            if body.valid:
-                truth = true_pose_at(stamps, poses[name], seconds(state.header.stamp))
-                yaw = 0.0 if name == "pusher" else body.yaw
-                errors["estimator"] += pose_errors(np.array([body.x, body.y, yaw]), truth)
+            check("markers", name, stamp, measured)
     for topic, body in (("/visualization/executed_target_path", SCENE["target"]),
                         ("/visualization/executed_pusher_path", "pusher")):
         path = messages[topic][-1][1]
         assert path.header.frame_id == "table" and len(path.poses) >= 2
         for pose in path.poses:
-            truth = true_pose_at(stamps, poses[body], seconds(pose.header.stamp))
             measured = np.array([pose.pose.position.x, pose.pose.position.y, yaw_of(pose.pose.orientation)])
             if body == "pusher":
                 measured[2] = 0.0
-            errors[topic.split("_", 1)[1].replace("_", " ")] += pose_errors(measured, truth)
+            check(topic.split("_", 1)[1].replace("_", " "), body, pose.header.stamp, measured)
     worst = {kind: np.max(values, axis=0).round(4).tolist() for kind, values in errors.items() if values}
     for kind, values in errors.items():
         values = np.array(values)
         assert len(values) >= 2, f"{len(values)} {kind} poses to compare"
         assert np.all(values[:, 0] <= ESTIMATOR_POSITION_ERROR), f"{kind}: position errors (m, rad) {worst}"
         assert np.all(values[:, 1] <= ESTIMATOR_YAW_ERROR), f"{kind}: yaw errors (m, rad) {worst}"
-    # The markers and paths are the estimator's states: no further from the truth than its worst.
-    for kind in ("markers", "target path", "pusher path"):
-        assert np.all(np.max(errors[kind], axis=0) <= np.max(errors["estimator"], axis=0) + 1e-6), worst
+    assert same["markers"] >= 10 and same["paths"] >= 4, f"poses found among the recorded estimates: {same}"
     plans = [decoded for _, decoded in messages["/visualization/plan"]]
     assert plans and all(len(marker.points) >= 2 for array in plans for marker in array.markers)
 

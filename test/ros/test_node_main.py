@@ -1,5 +1,6 @@
 """``run_node``'s exit codes, from a real process: a node whose callback raises exits non-zero
-(the spin thread died), a healthy node stopped by SIGINT exits 0."""
+(the spin thread died), a healthy node stopped by SIGINT exits 0, one slow to shut down writes
+where it is."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import time
 
 import pytest
 
-from parapush.nodes.node_main import EXIT_SPIN_FAILED
+from parapush.nodes.node_main import EXIT_SPIN_FAILED, SHUTDOWN_REPORT_AFTER
 
-# A tiny node: a 20 ms timer whose callback raises after `raise_after` calls (never when < 0).
+# A tiny node: a 20 ms timer whose callback raises after `raise_after` calls (never when < 0);
+# its close() takes `close_seconds`.
 NODE = textwrap.dedent("""
     import sys
+    import time
     from rclpy.node import Node
     from parapush.nodes.node_main import run_node
 
@@ -34,13 +37,17 @@ NODE = textwrap.dedent("""
             if self.calls == int(sys.argv[1]):
                 raise RuntimeError("callback failed on purpose")
 
+        def close(self):
+            time.sleep(float(sys.argv[3]))
+
     sys.exit(run_node(Faulty, sys.argv[:1]))
 """)
 
 
-def start_node(raise_after: int, executor: str = "single-threaded") -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", NODE, str(raise_after), executor], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+def start_node(raise_after: int, executor: str = "single-threaded", close_seconds: float = 0.0) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", NODE, str(raise_after), executor, str(close_seconds)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
 @pytest.mark.parametrize("executor", ["single-threaded", "multi-threaded"])
@@ -65,3 +72,17 @@ def test_healthy_node_stopped_by_sigint_exits_zero():
     finally:
         process.kill()
     assert process.returncode == 0, errors
+    assert "most recent call first" not in errors, errors  # shut down in time: no stacks written
+
+
+def test_a_node_slow_to_shut_down_writes_where_it_is():
+    process = start_node(raise_after=-1, close_seconds=SHUTDOWN_REPORT_AFTER + 1.5)
+    try:
+        assert process.stdout.readline().strip() == "node up"
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, errors
+    assert "most recent call first" in errors and "in close" in errors, errors  # every thread's stack
+

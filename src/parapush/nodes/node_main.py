@@ -7,6 +7,7 @@ stopping a running goal and the gripper release are still published before shutd
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
@@ -24,6 +25,10 @@ from parapush.nodes.parameters import ParameterError
 EXIT_BAD_PARAMETER = 2
 EXIT_START_FAILED = 3
 EXIT_SPIN_FAILED = 4
+SHUTDOWN_REPORT_AFTER = 5.0
+"""s: a node still shutting down this long after its stop began writes every thread's stack to
+stderr (its log). The bringup sends SIGTERM 10 s after SIGINT and SIGKILL 3 s later, which leaves
+no trace of where a node hung."""
 
 
 def make_executor(node: Node, *, threads: int | None = None, context=None) -> Executor:
@@ -90,6 +95,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
             return EXIT_SPIN_FAILED
         return 0
     finally:
+        faulthandler.dump_traceback_later(SHUTDOWN_REPORT_AFTER, exit=False)
         if node is not None:
             close = getattr(node, "close", None)
             if callable(close):
@@ -104,3 +110,4 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
             rclpy.shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        faulthandler.cancel_dump_traceback_later()

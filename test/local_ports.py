@@ -6,7 +6,7 @@ import os
 import random
 import socket
 
-from parapush.stack_network import device_port_candidates, port_is_held
+from parapush.stack_network import device_port_candidates, first_free_port
 
 _ORDER = random.Random(os.getpid())
 _HANDED_OUT: set[int] = set()
@@ -17,9 +17,9 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
     socket of this machine holds now, never the same twice in one test run: one of the simulated
     devices' candidates (``device_port_candidates``: no DDS port, none the kernel hands out by
     itself), so no node's DDS socket takes it before the test's server binds it."""
-    candidates = sorted(set(device_port_candidates()) - _HANDED_OUT)
+    candidates = device_port_candidates()
     _ORDER.shuffle(candidates)
-    port = next((port for port in candidates if not port_is_held(port, kind)), None)
+    port = first_free_port(candidates, kind, taken=_HANDED_OUT)
     assert port is not None, "every candidate port is held"
     _HANDED_OUT.add(port)
     return port

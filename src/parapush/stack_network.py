@@ -24,7 +24,7 @@ import fcntl
 import os
 import random
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,6 +177,12 @@ def device_port_candidates() -> list[int]:
     return [port for port in ports if port not in ephemeral] or ports
 
 
+def first_free_port(candidates: Iterable[int], kind: int, *, taken: Container[int] = ()) -> int | None:
+    """The first of ``candidates`` (in their order) not in ``taken`` that no socket of this machine
+    holds as socket type ``kind``; None when there is none."""
+    return next((port for port in candidates if port not in taken and not port_is_held(port, kind)), None)
+
+
 def domain_in_use(domain: int) -> bool:
     """A DDS participant of this machine is on ``domain`` (it holds one of :func:`domain_ports`)."""
     return any(port_is_held(port) for port in domain_ports(domain))
@@ -292,7 +298,7 @@ class SimDevicePorts:
         (order or _DEVICE_PORT_CHOICE).shuffle(candidates)
         chosen: list[int] = []
         for kind in (socket.SOCK_DGRAM, socket.SOCK_DGRAM, socket.SOCK_STREAM):
-            port = next((port for port in candidates if port not in chosen and not port_is_held(port, kind)), None)
+            port = first_free_port(candidates, kind, taken=chosen)
             if port is None:
                 raise NetworkError(f"device ports: all {len(candidates)} candidate ports are held on this machine")
             chosen.append(port)

@@ -85,4 +85,3 @@ def test_a_node_slow_to_shut_down_writes_where_it_is():
         process.kill()
     assert process.returncode == 0, errors
     assert "most recent call first" in errors and "in close" in errors, errors  # every thread's stack
-

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -198,8 +199,6 @@ def test_a_map_is_rendered_by_the_candidate_that_fits_the_pushes_best(truth):
 def test_predictions_running_while_patches_are_applied_answer_from_one_model_or_the_other(truth):
     """The rebuild waits for running predictions and later ones wait for it: every answer is the
     nominal model's or the patched one's, none fails."""
-    import threading
-
     record = face_pushes(truth, 1, seed=3)[0]
     request = PredictionRequest(record.states[0], record.controls[None], record.durations[None], model="fine")
     patched = ObjectParameters.from_scene(truth.scene, 0)

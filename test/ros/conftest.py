@@ -18,7 +18,7 @@ try:
     import rclpy
     from rclpy.context import Context
 
-    from parapush.nodes.node_main import make_executor
+    from parapush.nodes.node_main import make_executor, spin_wake_guard, stop_spinning
 except ImportError as error:  # pragma: no cover - depends on the machine
     if os.environ.get("PARAPUSH_REQUIRE_ROS") == "1":
         raise
@@ -27,28 +27,28 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 
 class SpinningExecutor:
     """Spins each added node on its own executor and thread, as ``run_node`` would run it
-    (:func:`parapush.nodes.node_main.make_executor`); destroys the nodes at shutdown."""
+    (:func:`parapush.nodes.node_main.make_executor`); at shutdown, stops every spin as ``run_node``
+    does (:func:`parapush.nodes.node_main.stop_spinning`), then destroys the nodes."""
 
     def __init__(self, context: Context) -> None:
         self.context = context
-        self._running: list[tuple[object, threading.Thread]] = []
+        self._running: list[tuple[object, threading.Thread, object]] = []
         self._nodes: list[object] = []
 
     def add(self, *nodes):
         for node in nodes:
+            wake = spin_wake_guard(node)
             executor = make_executor(node, context=self.context)
             executor.add_node(node)
             thread = threading.Thread(target=executor.spin, name=f"spin-{node.get_name()}", daemon=True)
             thread.start()
-            self._running.append((executor, thread))
+            self._running.append((executor, thread, wake))
             self._nodes.append(node)
         return nodes[0] if len(nodes) == 1 else nodes
 
     def shutdown(self) -> None:
-        for executor, _ in self._running:
-            executor.shutdown(timeout_sec=5.0)
-        for _, thread in self._running:
-            thread.join(timeout=5.0)
+        stuck = [thread.name for executor, thread, wake in self._running if not stop_spinning(executor, thread, wake)]
+        assert not stuck, f"still spinning after their executors' shutdown: {stuck}"
         for node in reversed(self._nodes):
             node.destroy_node()
         self._nodes.clear()

@@ -1,6 +1,8 @@
 """``run_node``'s exit codes, from a real process: a node whose callback raises exits non-zero
 (the spin thread died), a healthy node stopped by SIGINT exits 0, one slow to shut down writes
-where it is."""
+where it is, and so does a process that hangs at its exit when SIGTERM comes. And its stop of
+the spin thread, in-process: ``stop_spinning`` ends a spin that rclpy's shutdown alone leaves
+waiting."""
 
 from __future__ import annotations
 
@@ -9,16 +11,23 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
+import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from std_msgs.msg import String
 
-from parapush.nodes.node_main import EXIT_SPIN_FAILED, SHUTDOWN_REPORT_AFTER
+from parapush.nodes.node_main import EXIT_SPIN_FAILED, SHUTDOWN_REPORT_AFTER, spin_wake_guard, stop_spinning
 
 # A tiny node: a 20 ms timer whose callback raises after `raise_after` calls (never when < 0);
-# its close() takes `close_seconds`.
+# its close() takes `close_seconds`; with `stuck_thread`, a thread that never ends keeps the
+# interpreter from exiting after run_node returns.
 NODE = textwrap.dedent("""
     import sys
+    import threading
     import time
     from rclpy.node import Node
     from parapush.nodes.node_main import run_node
@@ -30,7 +39,12 @@ NODE = textwrap.dedent("""
             super().__init__("faulty_node")
             self.calls = 0
             self.create_timer(0.02, self.tick)
+            if sys.argv[4] == "stuck_thread":
+                threading.Thread(target=self.wait_forever, name="never-ends").start()
             print("node up", flush=True)
+
+        def wait_forever(self):
+            threading.Event().wait()
 
         def tick(self):
             self.calls += 1
@@ -44,8 +58,9 @@ NODE = textwrap.dedent("""
 """)
 
 
-def start_node(raise_after: int, executor: str = "single-threaded", close_seconds: float = 0.0) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", NODE, str(raise_after), executor, str(close_seconds)],
+def start_node(raise_after: int, executor: str = "single-threaded", close_seconds: float = 0.0,
+               exit: str = "clean") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", NODE, str(raise_after), executor, str(close_seconds), exit],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
@@ -85,3 +100,61 @@ def test_a_node_slow_to_shut_down_writes_where_it_is():
         process.kill()
     assert process.returncode == 0, errors
     assert "most recent call first" in errors and "in close" in errors, errors  # every thread's stack
+
+
+def test_a_process_hanging_at_its_exit_writes_where_it_is_when_sigterm_comes():
+    process = start_node(raise_after=-1, exit="stuck_thread")
+    try:
+        assert process.stdout.readline().strip() == "node up"
+        process.send_signal(signal.SIGINT)
+        with pytest.raises(subprocess.TimeoutExpired):  # run_node returned; the thread holds the exit
+            process.wait(timeout=SHUTDOWN_REPORT_AFTER + 1.0)
+        process.send_signal(signal.SIGTERM)
+        _, errors = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == -signal.SIGTERM, errors
+    assert "most recent call first" in errors and "in wait_forever" in errors, errors
+
+
+class HoldingGroup(ReentrantCallbackGroup):
+    """A callback group whose ``can_execute``, once armed, holds the spin thread there: after the
+    spin's check for shutdown, before its wait (the executor asks while building the wait set)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = threading.Event()
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def can_execute(self, entity) -> bool:
+        if self.armed.is_set() and not self.release.is_set():
+            self.holding.set()
+            self.release.wait(10.0)
+        return True
+
+
+@pytest.mark.parametrize("executor_type", [SingleThreadedExecutor, MultiThreadedExecutor])
+def test_stop_spinning_ends_a_spin_that_shutdown_caught_before_its_wait(ros_context, executor_type):
+    node = rclpy.create_node("spin_caught_before_its_wait", context=ros_context)
+    group = HoldingGroup()
+    node.create_subscription(String, "nobody_publishes_here", lambda message: None, 1, callback_group=group)
+    wake = spin_wake_guard(node)
+    executor = executor_type(context=ros_context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    try:
+        spinner.start()
+        time.sleep(0.3)  # the spin waits
+        group.armed.set()
+        executor.wake()  # it wakes, checks for shutdown (none yet) and builds its next wait set
+        assert group.holding.wait(10.0)
+        executor.shutdown(timeout_sec=0)  # now, while it is held
+        group.release.set()
+        spinner.join(1.0)
+        assert spinner.is_alive()  # rclpy's shutdown alone: it waits on the quiet subscription
+        assert stop_spinning(executor, spinner, wake, timeout=5.0)
+    finally:
+        group.release.set()
+        stop_spinning(executor, spinner, wake, timeout=5.0)
+        node.destroy_node()

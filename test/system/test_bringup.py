@@ -23,6 +23,7 @@ from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
+from node_exits import unclean_exits
 from parapush.graph import config_dir
 from parapush.programs.bringup import Bringup
 from parapush.stack_network import SimDevicePorts
@@ -111,7 +112,7 @@ def test_bringup_pushes_to_the_goal_and_shuts_down_cleanly(run_files, tmp_path):
         executor.shutdown()
         rclpy.shutdown(context=context)
         codes = bringup.stop(timeout=15)
-    assert all(code == 0 for code in codes.values()), f"unclean exits {codes}; logs in {tmp_path / 'logs'}"
+    assert not (unclean := unclean_exits(codes, tmp_path / "logs")), unclean
     time.sleep(0.5)
     assert not processes_mentioning(str(scene_path)), "node processes left behind"
     assert not processes_mentioning(str(tmp_path)), "child processes (workers, socat) left behind"

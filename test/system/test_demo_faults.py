@@ -18,6 +18,8 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 from test_demo import demo_command, describe
 
+from node_exits import unclean_exits
+
 pytestmark = pytest.mark.slow
 
 
@@ -59,8 +61,9 @@ def is_zero(twist) -> bool:
     return twist.twist.linear.x == 0.0 and twist.twist.linear.y == 0.0 and twist.twist.linear.z == 0.0
 
 
-def clean_exit(metrics: dict) -> None:
-    assert all(code in (0, -2) for code in metrics["node_exit_codes"].values()), metrics["node_exit_codes"]
+def clean_exit(metrics: dict, out: Path) -> None:
+    """Every node exited 0, or -2 (SIGINT: the fault that stops one)."""
+    assert not (unclean := unclean_exits(metrics["node_exit_codes"], out / "logs", clean=(0, -2))), unclean
 
 
 def test_prediction_service_killed_mid_goal(tmp_path):
@@ -123,4 +126,4 @@ def test_actuator_fault_stops_the_pusher_and_names_the_fault(tmp_path, fault, na
     assert entry["last_motion_after_executor_stop_s"] is None, entry  # never moved again
     assert metrics["outcome"] == "ERROR" and named in metrics["failure_reason"].lower(), \
         (metrics["outcome"], metrics["failure_reason"])
-    clean_exit(metrics)
+    clean_exit(metrics, out)

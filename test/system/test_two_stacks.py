@@ -22,6 +22,8 @@ import yaml
 from test_bringup import short_planner_file
 from test_demo import read_decoded
 
+from node_exits import unclean_exits
+
 pytestmark = pytest.mark.slow
 
 STACKS = ("a", "b")
@@ -93,7 +95,7 @@ def test_both_stacks_succeed(two_runs):
         assert completed.returncode == 0, f"stack {stack}: " + describe(completed, out)
         metrics = json.loads((out / "metrics.json").read_text())
         assert metrics["outcome"] == "SUCCESS", (stack, metrics)
-        assert all(code == 0 for code in metrics["node_exit_codes"].values()), (stack, metrics)
+        assert not (unclean := unclean_exits(metrics["node_exit_codes"], out / "logs")), f"stack {stack}: {unclean}"
 
 
 def test_each_stack_has_its_own_domain_and_ports_on_localhost_discovery(two_runs):

@@ -12,15 +12,20 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 
 import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.guard_condition import GuardCondition
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from parapush.nodes.parameters import ParameterError
+from parapush.stop_signals import StopSignals
 
 EXIT_BAD_PARAMETER = 2
 EXIT_START_FAILED = 3
@@ -29,6 +34,8 @@ SHUTDOWN_REPORT_AFTER = 5.0
 """s: a node still shutting down this long after its stop began writes every thread's stack to
 stderr (its log). The bringup sends SIGTERM 10 s after SIGINT and SIGKILL 3 s later, which leaves
 no trace of where a node hung."""
+SPIN_EXIT_TIMEOUT = 5.0
+"""s a node waits for its executor's thread to leave ``spin()`` before destroying the node."""
 
 
 def make_executor(node: Node, *, threads: int | None = None, context=None) -> Executor:
@@ -56,6 +63,39 @@ def _spin(executor: Executor, failures: list[BaseException]) -> None:
         failures.append(error)
 
 
+def spin_wake_guard(node: Node) -> GuardCondition:
+    """A guard condition of ``node`` for :func:`stop_spinning`; create it before the spin starts."""
+    return node.create_guard_condition(lambda: None, callback_group=ReentrantCallbackGroup())
+
+
+def stop_spinning(executor: Executor, spinner: threading.Thread | None, wake: GuardCondition, *,
+                  timeout: float = SPIN_EXIT_TIMEOUT) -> bool:
+    """Shut ``executor`` down and wait until ``spinner``, the thread in its ``spin()``, has left it.
+
+    rclpy's ``Executor.shutdown()`` wakes a spin that is waiting, but not one caught between its
+    check for shutdown and its wait (building the wait set, e.g. right after a callback): that
+    spin waits without the executor's guard condition, which shutdown has destroyed, on the
+    node's own entities alone, so until one of them is ready, and for ever when they stay quiet.
+    Seen in a stack's stop: a visualizer whose publishers stopped beside it kept its spin thread
+    in the wait past the join, and its node and context were destroyed under it. ``wake``
+    (:func:`spin_wake_guard`), a guard condition of the node, is in that wait set whatever the
+    moment: it is triggered until the thread has left.
+
+    Returns:
+        True when ``spinner`` has ended (or is None) within ``timeout`` seconds.
+    """
+    executor.shutdown(timeout_sec=2.0)
+    deadline = time.monotonic() + timeout
+    while spinner is not None and spinner.is_alive() and time.monotonic() < deadline:
+        try:
+            wake.trigger()
+        except InvalidHandle:  # the node or its context is gone already, and its entities with it
+            spinner.join(max(0.0, deadline - time.monotonic()))
+            break
+        spinner.join(0.05)
+    return spinner is None or not spinner.is_alive()
+
+
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, threads: int | None = None) -> int:
     """Run one node until SIGINT, SIGTERM or the context shutting down.
 
@@ -64,12 +104,12 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
     that ends the executor's spin (a callback raised) stops the node and returns
     ``EXIT_SPIN_FAILED`` (4), so launch and the bringup see it died.
     """
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop_signals = StopSignals().install()  # a handler that takes no lock (parapush.stop_signals says why)
     rclpy.init(args=list(args) if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = None
     spinner = None
+    wake: GuardCondition | None = None
     try:
         try:
             node = factory()
@@ -79,6 +119,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         except Exception as error:  # noqa: BLE001 - report any start-up failure and exit non-zero
             print(f"[FATAL] cannot start: {type(error).__name__}: {error}", file=sys.stderr)
             return EXIT_START_FAILED
+        wake = spin_wake_guard(node)
         executor = make_executor(node, threads=threads)
         executor.add_node(node)
         # executor.spin() in its own thread (spin_once in a loop rebuilds the wait set for every
@@ -86,7 +127,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         failures: list[BaseException] = []
         spinner = threading.Thread(target=_spin, args=(executor, failures), name="executor", daemon=True)
         spinner.start()
-        while not stop.wait(0.1):
+        while not stop_signals.wait(0.1):
             if not spinner.is_alive() or not rclpy.ok():
                 break
         if failures:
@@ -100,14 +141,17 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
             close = getattr(node, "close", None)
             if callable(close):
                 close()  # while the context is valid: last commands still go out
-        if executor is not None:
-            executor.shutdown(timeout_sec=2.0)
-        if spinner is not None:
-            spinner.join(timeout=5.0)  # out of rclpy before the node and the context go
+        if executor is not None and wake is not None and not stop_spinning(executor, spinner, wake):
+            # out of rclpy before the node and the context go; its stack is written at SHUTDOWN_REPORT_AFTER
+            print(f"[WARN] the executor's thread is still in spin() {SPIN_EXIT_TIMEOUT} s after its shutdown",
+                  file=sys.stderr, flush=True)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        stop_signals.restore()
         faulthandler.cancel_dump_traceback_later()
+        # The timer does not cover what runs after this (the interpreter's exit joins threads and
+        # runs atexit handlers): a process that hangs there writes every thread's stack when the
+        # bringup's SIGTERM comes, then dies of that signal.
+        faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)

@@ -54,6 +54,7 @@ from visualization_msgs.msg import MarkerArray
 
 from parapush.graph import DEFAULT_SCENE, resolve_scene_path
 from parapush.nodes.conversions import MessageError, msg_to_snapshot, trajectory_from_msg
+from parapush.nodes.node_main import spin_wake_guard, stop_spinning
 from parapush.nodes.recorder import McapRecorder
 from parapush.parareal import MODELS
 from parapush.planning.presets import PRESETS
@@ -190,6 +191,7 @@ def run_demo(options: argparse.Namespace) -> int:
     # one costs the most CPU per message, and this node receives every recorded topic)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    wake = spin_wake_guard(node)
     spinner = threading.Thread(target=executor.spin, daemon=True)
     observer = Observer(scene)
     recorder = McapRecorder(node, out / "recording.mcap", RECORDED_TOPICS, listeners=observer.listeners)
@@ -285,7 +287,8 @@ def run_demo(options: argparse.Namespace) -> int:
         time.sleep(0.3)  # the last states and diagnostics reach the recorder
         recorder.close()
         codes = bringup.stop()
-        executor.shutdown(timeout_sec=2.0)
+        if not stop_spinning(executor, spinner, wake):
+            print("[demo] warning: the demo node's executor thread is still spinning", file=sys.stderr, flush=True)
         node.destroy_node()
         rclpy.shutdown()
         metrics["wall_time_s"] = time.monotonic() - started

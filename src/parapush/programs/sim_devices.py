@@ -11,9 +11,7 @@ import argparse
 import dataclasses
 import json
 import logging
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from parapush.graph import config_dir, resolve_scene_path
 from parapush.scene import load_scene
 from parapush.sim.driver import SimDriver
 from parapush.sim.driver_settings import COUPLINGS, DEFAULT_SETTINGS_FILE, DriverSettings, load_driver_settings
+from parapush.stop_signals import StopSignals
 
 
 def _settings_for_arguments(arguments: argparse.Namespace) -> DriverSettings:
@@ -74,19 +73,18 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop_signals = StopSignals().install()  # Ctrl-C and SIGTERM, recorded by a handler that takes no lock
     try:
         driver.start()
     except (OSError, RuntimeError) as error:
-        signal.signal(signal.SIGTERM, previous)
+        stop_signals.restore()
         print(f"error: cannot start the simulated driver: {error}", file=sys.stderr)
         return 1
     try:
         with driver:
             print(json.dumps({"scene": scene.name, **driver.endpoints().to_dict()}), flush=True)
             next_status = time.monotonic() + arguments.status_period
-            while not stop.wait(0.2):
+            while not stop_signals.wait(0.2):
                 if arguments.status_period > 0 and time.monotonic() >= next_status:
                     next_status += arguments.status_period
                     status = driver.status()
@@ -100,10 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                 if status_error := driver.world.status().error:
                     print(f"error: {status_error}", file=sys.stderr)
                     return 1
-    except KeyboardInterrupt:
-        pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        stop_signals.restore()
     return 0
 
 

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from local_ports import free_port
+from local_ports import free_port, free_port_range
 
 CLUSTER_ENVIRONMENT = {
     "RAY_USAGE_STATS_ENABLED": "0",
@@ -33,6 +33,9 @@ CLUSTER_ENVIRONMENT = {
 
 CPUS_PER_NODE = 2
 """Ray CPUs (actor slots) each node offers."""
+
+WORKER_PORTS = 51
+"""Ports each node may give its worker processes (``--min-worker-port`` to ``--max-worker-port``)."""
 
 
 def _tcp_port() -> int:
@@ -63,8 +66,8 @@ class LocalRayCluster:
         arguments = []
         for option in options:
             arguments += [option, str(_tcp_port())]
-        low = _tcp_port()
-        return arguments + ["--min-worker-port", str(low), "--max-worker-port", str(low + 50)]
+        low = free_port_range(WORKER_PORTS)
+        return arguments + ["--min-worker-port", str(low), "--max-worker-port", str(low + WORKER_PORTS - 1)]
 
     def _ray_start(self, arguments: list[str]) -> None:
         process = subprocess.Popen(

@@ -57,11 +57,6 @@ class StopSignals:
     def _record(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 - the handler's signature
         self.received.append(signum)  # a list's append takes no lock (the module docstring says why that matters)
 
-    @property
-    def stop_requested(self) -> bool:
-        """Whether one of the signals has been received."""
-        return bool(self.received)
-
     def wait(self, timeout: float) -> bool:
         """Sleep until one of the signals has been received or ``timeout`` s have passed
         (a signal interrupts the sleep: it is noticed within ``POLL_PERIOD``); True when one has."""

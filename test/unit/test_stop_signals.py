@@ -17,7 +17,7 @@ from parapush.stop_signals import StopSignals
 def test_records_sigint_and_sigterm_and_restores_the_previous_handlers():
     before = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     with StopSignals() as signals:
-        assert not signals.stop_requested and not signals.wait(0.01)
+        assert not signals.received and not signals.wait(0.01)
         os.kill(os.getpid(), signal.SIGTERM)
         assert signals.wait(5.0)
         os.kill(os.getpid(), signal.SIGINT)

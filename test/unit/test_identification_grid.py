@@ -184,3 +184,38 @@ def test_records_are_checked():
         identifier.identify([PushRecord(np.zeros((2, 16)), np.zeros((1, 2)), np.ones(1))])
     with pytest.raises(ValueError, match="durations: 0.51 s is not a whole number"):
         identifier.identify([PushRecord(np.zeros((2, 10)), np.zeros((1, 2)), np.array([0.51]))])
+
+
+def test_per_record_cells_predict_each_record_as_its_own_cells_and_sensitivity_is_per_record():
+    """(R, K) cells: record r is predicted with row r (reference: each record alone with its row); the
+    sensitivity's one backward pass equals one gradient per record (reference: autograd on each error)."""
+    grid = CellGrid.from_parts([OutlinePart("box", half_extents=(0.04, 0.03))], 0.015)
+    model = GridSlidingModel(grid, PUSHER_RADIUS)
+    records = simulated_pushes(model, grid.uniform(0.5), np.full(grid.count, 0.5), 0.3, 3, seed=5)
+    identifier = GridIdentifier(grid, PUSHER_RADIUS, ObjectParameters(mass=0.5, support_friction=0.5,
+                                                                      pusher_friction=0.3))
+    rng = np.random.default_rng(6)
+    masses = grid.uniform(0.5) * rng.uniform(0.5, 1.5, (3, grid.count))
+    frictions = rng.uniform(0.3, 0.8, (3, grid.count))
+    together = identifier.predict(records, masses, frictions, 0.3)
+    for index, record in enumerate(records):
+        (alone,) = identifier.predict([record], masses[index], frictions[index], 0.3)
+        np.testing.assert_allclose(together[index].numpy(), alone.numpy(), atol=1e-12)
+    count = grid.count
+    with pytest.raises(ValueError, match=rf"cell_friction: expected shape \({count},\) or \(3, {count}\), "
+                                         rf"got \(2, {count}\)"):
+        identifier.predict(records, masses, frictions[:2], 0.3)
+
+    logs = [torch.tensor(np.log(masses[0] / grid.uniform(0.5))), torch.tensor(np.log(frictions[0] / 0.5)),
+            torch.tensor(0.0, dtype=torch.float64)]
+    base = (torch.tensor(grid.uniform(0.5)), torch.full((grid.count,), 0.5, dtype=torch.float64),
+            torch.tensor(0.3, dtype=torch.float64))
+    sensitivity = identifier._sensitivity(records, *base, logs)
+    rows = []
+    for record in records:
+        log_weight = torch.zeros(grid.count, dtype=torch.float64, requires_grad=True)
+        error = identifier.add_errors([record], base[0] * torch.exp(logs[0]),
+                                      base[1] * torch.exp(logs[1] + log_weight), base[2])[0]
+        rows.append(torch.autograd.grad(error, log_weight)[0])
+    np.testing.assert_allclose(sensitivity, torch.stack(rows).pow(2).mean(0).sqrt().numpy(), rtol=1e-9, atol=1e-15)
+    assert np.all(sensitivity > 0.0)

@@ -153,14 +153,24 @@ class GridIdentifier:
         return [(indices, durations) for durations, indices in groups.items()]
 
     def predict(self, records: list[PushRecord], cell_mass, cell_friction, pusher_friction) -> list[torch.Tensor]:
-        """Open-loop object poses (T + 1, 3) of each record from its first observed state."""
+        """Open-loop object poses (T + 1, 3) of each record from its first observed state.
+
+        ``cell_mass`` and ``cell_friction`` are (K,), the same cells for every record, or (R, K), one
+        row per record; ``pusher_friction`` a scalar."""
+        cell_mass, cell_friction = (torch.as_tensor(value, dtype=self.model.dtype)
+                                    for value in (cell_mass, cell_friction))
+        for name, value in (("cell_mass", cell_mass), ("cell_friction", cell_friction)):
+            if value.shape not in ((self.grid.count,), (len(records), self.grid.count)):
+                raise ValueError(f"{name}: expected shape ({self.grid.count},) or ({len(records)}, {self.grid.count}), "
+                                 f"got {tuple(value.shape)}")
         predictions: list[torch.Tensor | None] = [None] * len(records)
         for indices, durations in self._groups(records):
             starts = np.stack([records[i].states[0] for i in indices])
             controls = np.stack([records[i].controls for i in indices])
+            mass, friction = (value[indices] if value.dim() == 2 else value for value in (cell_mass, cell_friction))
             poses, _ = self.model.rollout(
                 starts[:, self._pose], starts[:, self._twist], starts[:, self.layout.pusher_position], controls,
-                durations, cell_mass, cell_friction, pusher_friction,
+                durations, mass, friction, pusher_friction,
             )
             for row, index in enumerate(indices):
                 predictions[index] = poses[row]
@@ -257,14 +267,18 @@ class GridIdentifier:
         )
 
     def _sensitivity(self, records, base_mass, base_friction, base_pusher, logs) -> np.ndarray:
-        """(K,) m: root mean square over records of d ADD_r / d log(mu_i m_i) at the result."""
-        log_weight = torch.zeros(self.grid.count, dtype=self.model.dtype, requires_grad=True)
+        """(K,) m: root mean square over records of d ADD_r / d log(mu_i m_i) at the result.
+
+        One backward pass: every record gets its own row of ``log_weight``, and record r's error
+        depends on row r alone, so the gradient of the errors' sum holds d ADD_r / d log_weight_r in
+        row r."""
+        log_weight = torch.zeros(len(records), self.grid.count, dtype=self.model.dtype, requires_grad=True)
         log_mass, log_friction, log_pusher = logs
         errors = self.add_errors(records, base_mass * torch.exp(log_mass),
                                  base_friction * torch.exp(log_friction + log_weight),
                                  base_pusher * torch.exp(log_pusher))
-        rows = [torch.autograd.grad(error, log_weight, retain_graph=True)[0] for error in errors]
-        return torch.sqrt(torch.stack(rows).pow(2).mean(0)).numpy().copy()
+        (rows,) = torch.autograd.grad(errors.sum(), log_weight)
+        return torch.sqrt(rows.pow(2).mean(0)).numpy().copy()
 
     def object_parameters(self, result: GridIdentificationResult, *, contrast: float | None = 1.5,
                           max_patches: int = 4) -> ObjectParameters:

@@ -84,7 +84,7 @@ class _StepTerms:
     previous: torch.Tensor  # (B, 3) twist v
     mass_matrix: torch.Tensor  # (B, 3, 3)
     offsets: torch.Tensor  # (B, K, 2) cell centres relative to the body origin, table frame, m
-    cell_gram: torch.Tensor  # (B, K, 3, 3) J_i^T J_i of the cell velocity Jacobians J_i = [[1, 0, -r_y], [0, 1, r_x]]
+    cell_gram: torch.Tensor  # (B, K, 9) J_i^T J_i row by row (cell velocity Jacobian J_i = [[1, 0, -r_y], [0, 1, r_x]])
     friction_weight: torch.Tensor  # (B, K) dt g mu_i m_i, N s
     normal_row: torch.Tensor  # (B, 3) n . v_c = normal_row . v'
     tangent_row: torch.Tensor  # (B, 3)
@@ -148,22 +148,27 @@ class GridSlidingModel:
     def _terms(self, pose, twist, pusher_next, control, normal_force, cell_mass, cell_friction,
                pusher_friction) -> _StepTerms:
         dt = self.settings.timestep
-        cos, sin = torch.cos(pose[:, 2]), torch.sin(pose[:, 2])
-        rotation = torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], -2)  # (B, 2, 2)
-        offsets = torch.einsum("bij,kj->bki", rotation, self.centers)
+        cos, sin = torch.cos(pose[:, 2:3]), torch.sin(pose[:, 2:3])  # (B, 1)
+        # The cell centres in the table frame's orientation, R c_i (explicit products: einsum's own
+        # overhead was a tenth of the identification's time, the tensors being small).
+        center_x, center_y = self.centers[:, 0], self.centers[:, 1]
+        offset_x, offset_y = cos * center_x - sin * center_y, sin * center_x + cos * center_y  # (B, K)
+        offsets = torch.stack([offset_x, offset_y], -1)
         total = cell_mass.sum(dim=1)
-        first = torch.einsum("bk,bki->bi", cell_mass, offsets)
+        first_x, first_y = (cell_mass * offset_x).sum(dim=1), (cell_mass * offset_y).sum(dim=1)
         moment = (cell_mass * self.cell_moment).sum(dim=1)
         zero = torch.zeros_like(total)
         mass_matrix = torch.stack([
-            torch.stack([total, zero, -first[:, 1]], -1),
-            torch.stack([zero, total, first[:, 0]], -1),
-            torch.stack([-first[:, 1], first[:, 0], moment], -1),
+            torch.stack([total, zero, -first_y], -1),
+            torch.stack([zero, total, first_x], -1),
+            torch.stack([-first_y, first_x, moment], -1),
         ], -2)
         relative = pusher_next - pose[:, :2]
-        local = torch.einsum("bji,bj->bi", rotation, relative)  # R^T (p' - x)
+        local = torch.cat([cos * relative[:, :1] + sin * relative[:, 1:],
+                           cos * relative[:, 1:] - sin * relative[:, :1]], -1)  # R^T (p' - x)
         distance, local_normal = self.outline_distance(local)
-        normal = torch.einsum("bij,bj->bi", rotation, local_normal)
+        normal = torch.cat([cos * local_normal[:, :1] - sin * local_normal[:, 1:],
+                            sin * local_normal[:, :1] + cos * local_normal[:, 1:]], -1)
         contact = relative - self.pusher_radius * normal  # contact point relative to the body origin
         tangent = torch.stack([-normal[:, 1], normal[:, 0]], -1)
 
@@ -171,14 +176,15 @@ class GridSlidingModel:
             return torch.stack([direction[:, 0], direction[:, 1],
                                 contact[:, 0] * direction[:, 1] - contact[:, 1] * direction[:, 0]], -1)
 
-        one, zeros = torch.ones_like(offsets[..., 0]), torch.zeros_like(offsets[..., 0])
-        jacobian = torch.stack([torch.stack([one, zeros, -offsets[..., 1]], -1),
-                                torch.stack([zeros, one, offsets[..., 0]], -1)], -2)
+        # J_i^T J_i with J_i = [[1, 0, -r_y], [0, 1, r_x]], flattened row by row
+        one, zeros = torch.ones_like(offset_x), torch.zeros_like(offset_x)
+        cell_gram = torch.stack([one, zeros, -offset_y, zeros, one, offset_x, -offset_y, offset_x,
+                                 offset_x.square() + offset_y.square()], -1)
         return _StepTerms(
             previous=twist,
             mass_matrix=mass_matrix,
             offsets=offsets,
-            cell_gram=torch.einsum("bkci,bkcj->bkij", jacobian, jacobian),
+            cell_gram=cell_gram,
             friction_weight=dt * self.settings.gravity * cell_friction * cell_mass,
             normal_row=row(normal),
             tangent_row=row(tangent),
@@ -203,28 +209,31 @@ class GridSlidingModel:
         """(B, C) J, the step's potential E of candidate twists (B, C, 3)."""
         eps = self.settings.friction_smoothing
         change = twist - terms.previous[:, None]
-        inertia = 0.5 * torch.einsum("bci,bij,bcj->bc", change, terms.mass_matrix, change)
-        speeds = torch.sqrt((self._cell_velocities(terms, twist) ** 2).sum(-1) + eps**2) - eps
+        inertia = 0.5 * (torch.bmm(change, terms.mass_matrix) * change).sum(-1)
+        speeds = torch.sqrt(self._cell_velocities(terms, twist).square().sum(-1) + eps**2) - eps
         support = (terms.friction_weight[:, None] * speeds).sum(-1)
-        contact = 0.5 * self.settings.contact_stiffness * self._violation(terms, twist) ** 2
+        contact = 0.5 * self.settings.contact_stiffness * self._violation(terms, twist).square()
         slip = (twist * terms.tangent_row[:, None]).sum(-1) - terms.tangent_pusher[:, None]
-        pusher = terms.pusher_weight[:, None] * (torch.sqrt(slip**2 + eps**2) - eps)
+        pusher = terms.pusher_weight[:, None] * (torch.sqrt(slip.square() + eps**2) - eps)
         return inertia + support + contact + pusher
 
     def _derivatives(self, terms: _StepTerms, twist: torch.Tensor):
         """Gradient (B, 3), Hessian (B, 3, 3) and majorising Hessian (B, 3, 3) of E at twists (B, 3)."""
         eps, dt, stiffness = self.settings.friction_smoothing, self.settings.timestep, self.settings.contact_stiffness
-        velocities = self._cell_velocities(terms, twist[:, None])[:, 0]  # (B, K, 2)
-        offsets = terms.offsets
-        norms = torch.sqrt((velocities**2).sum(-1) + eps**2)
+        batch = twist.shape[0]
+        offset_x, offset_y = terms.offsets[..., 0], terms.offsets[..., 1]
+        velocity_x = twist[:, 0:1] - twist[:, 2:3] * offset_y  # (B, K)
+        velocity_y = twist[:, 1:2] + twist[:, 2:3] * offset_x
+        norms = torch.sqrt(velocity_x.square() + velocity_y.square() + eps**2)
         scale = terms.friction_weight / norms  # (B, K)
         # J_i^T v_i with J_i = [[1, 0, -r_y], [0, 1, r_x]]
-        projected = torch.stack([velocities[..., 0], velocities[..., 1],
-                                 offsets[..., 0] * velocities[..., 1] - offsets[..., 1] * velocities[..., 0]], -1)
-        gradient = terms.mass_matrix @ (twist - terms.previous)[..., None]
-        gradient = gradient[..., 0] + torch.einsum("bk,bki->bi", scale, projected)
-        majorant = terms.mass_matrix + torch.einsum("bk,bkij->bij", scale, terms.cell_gram)
-        hessian = majorant - torch.einsum("bk,bki,bkj->bij", scale / norms**2, projected, projected)
+        projected = torch.stack([velocity_x, velocity_y, offset_x * velocity_y - offset_y * velocity_x], -1)
+        weighted = scale[:, None, :]  # (B, 1, K): sums over cells as batched products
+        gradient = torch.bmm(terms.mass_matrix, (twist - terms.previous)[..., None])[..., 0] \
+            + torch.bmm(weighted, projected)[:, 0]
+        majorant = terms.mass_matrix + torch.bmm(weighted, terms.cell_gram).view(batch, 3, 3)
+        curved = projected * (scale / norms.square())[..., None]
+        hessian = majorant - torch.bmm(curved.transpose(1, 2), projected)
         violation = self._violation(terms, twist[:, None])[:, 0]
         normal_outer = terms.normal_row[:, :, None] * terms.normal_row[:, None, :]
         gradient = gradient + (stiffness * dt * violation)[:, None] * terms.normal_row
@@ -232,7 +241,7 @@ class GridSlidingModel:
         majorant = majorant + contact_curvature
         hessian = hessian + (violation > 0.0).to(twist.dtype)[:, None, None] * contact_curvature
         slip = (twist * terms.tangent_row).sum(-1) - terms.tangent_pusher
-        slip_norm = torch.sqrt(slip**2 + eps**2)
+        slip_norm = torch.sqrt(slip.square() + eps**2)
         tangent_outer = terms.tangent_row[:, :, None] * terms.tangent_row[:, None, :]
         gradient = gradient + (terms.pusher_weight * slip / slip_norm)[:, None] * terms.tangent_row
         majorant = majorant + (terms.pusher_weight / slip_norm)[:, None, None] * tangent_outer
@@ -260,8 +269,9 @@ class GridSlidingModel:
             current = twist.detach()
             for _ in range(self.settings.solver_iterations):
                 gradient, hessian, majorant = self._derivatives(frozen, current)
-                newton = torch.linalg.solve(hessian, gradient)
-                majorised = torch.linalg.solve(majorant, gradient)
+                # both systems in one call: (2B, 3, 3) matrices, the gradient twice
+                newton, majorised = torch.linalg.solve(torch.cat([hessian, majorant]),
+                                                       gradient.repeat(2, 1)).split(current.shape[0])
                 candidates = torch.stack([current, current - majorised,
                                           *(current - fraction * newton for fraction in CANDIDATE_STEPS)], 1)
                 best = self._energy(frozen, candidates).argmin(dim=1)

@@ -24,7 +24,8 @@ below ``eps`` m/s. Then ``q' = q + dt v'`` (semi-implicit Euler).
 Solving: Newton steps with a step choice among the Newton step (1, 1/2, 1/4) and the
 majorise-minimise step (the friction norms replaced by their quadratic upper bounds), all
 evaluated together, so every iteration decreases ``E``. Gradients: the solver runs without
-autograd and one last Newton step from the (detached) solution is differentiated, which is
+autograd (in numpy: the same functions, written for both array kinds) and one last Newton step
+from the (detached) solution is differentiated in torch, its Hessian held constant, which is
 the implicit-function theorem's derivative ``dv'/dtheta = -H^-1 dG/dtheta`` at the solution.
 Everything is batched over pushes (and hypotheses) along the first dimension.
 """
@@ -44,6 +45,12 @@ from parapush.validation import check_positive
 
 CANDIDATE_STEPS = (1.0, 0.5, 0.25)
 """Fractions of the Newton step tried at every iteration (with the majorise-minimise step and no step)."""
+
+
+def array_namespace(array):
+    """The module whose functions operate on ``array``: torch for a tensor (the differentiable step),
+    numpy for an array (the solver's iterations)."""
+    return torch if isinstance(array, torch.Tensor) else np
 
 
 @contextmanager
@@ -84,7 +91,6 @@ class _StepTerms:
     previous: torch.Tensor  # (B, 3) twist v
     mass_matrix: torch.Tensor  # (B, 3, 3)
     offsets: torch.Tensor  # (B, K, 2) cell centres relative to the body origin, table frame, m
-    cell_gram: torch.Tensor  # (B, K, 9) J_i^T J_i row by row (cell velocity Jacobian J_i = [[1, 0, -r_y], [0, 1, r_x]])
     friction_weight: torch.Tensor  # (B, K) dt g mu_i m_i, N s
     normal_row: torch.Tensor  # (B, 3) n . v_c = normal_row . v'
     tangent_row: torch.Tensor  # (B, 3)
@@ -176,15 +182,10 @@ class GridSlidingModel:
             return torch.stack([direction[:, 0], direction[:, 1],
                                 contact[:, 0] * direction[:, 1] - contact[:, 1] * direction[:, 0]], -1)
 
-        # J_i^T J_i with J_i = [[1, 0, -r_y], [0, 1, r_x]], flattened row by row
-        one, zeros = torch.ones_like(offset_x), torch.zeros_like(offset_x)
-        cell_gram = torch.stack([one, zeros, -offset_y, zeros, one, offset_x, -offset_y, offset_x,
-                                 offset_x.square() + offset_y.square()], -1)
         return _StepTerms(
             previous=twist,
             mass_matrix=mass_matrix,
             offsets=offsets,
-            cell_gram=cell_gram,
             friction_weight=dt * self.settings.gravity * cell_friction * cell_mass,
             normal_row=row(normal),
             tangent_row=row(tangent),
@@ -194,58 +195,67 @@ class GridSlidingModel:
         )
 
     @staticmethod
-    def _cell_velocities(terms: _StepTerms, twist: torch.Tensor) -> torch.Tensor:
+    def _cell_velocities(terms: _StepTerms, twist):
         """(B, C, K, 2) cell velocities of candidate twists (B, C, 3)."""
+        xp = array_namespace(twist)
         offsets = terms.offsets[:, None]
         spin = twist[..., 2:3]
-        return torch.stack([twist[..., 0:1] - spin * offsets[..., 1], twist[..., 1:2] + spin * offsets[..., 0]], -1)
+        return xp.stack([twist[..., 0:1] - spin * offsets[..., 1], twist[..., 1:2] + spin * offsets[..., 0]], -1)
 
-    def _violation(self, terms: _StepTerms, twist: torch.Tensor) -> torch.Tensor:
+    def _violation(self, terms: _StepTerms, twist):
         """(B, C) m, penetration after the step of candidate twists (B, C, 3)."""
         along = (twist * terms.normal_row[:, None]).sum(-1)
-        return (self.settings.timestep * along - terms.gap[:, None]).clamp_min(0.0)
+        depth = self.settings.timestep * along - terms.gap[:, None]
+        return depth * (depth > 0.0)
 
-    def _energy(self, terms: _StepTerms, twist: torch.Tensor) -> torch.Tensor:
+    def _energy(self, terms: _StepTerms, twist):
         """(B, C) J, the step's potential E of candidate twists (B, C, 3)."""
+        xp = array_namespace(twist)
         eps = self.settings.friction_smoothing
         change = twist - terms.previous[:, None]
-        inertia = 0.5 * (torch.bmm(change, terms.mass_matrix) * change).sum(-1)
-        speeds = torch.sqrt(self._cell_velocities(terms, twist).square().sum(-1) + eps**2) - eps
+        inertia = 0.5 * (xp.matmul(change, terms.mass_matrix) * change).sum(-1)
+        speeds = xp.sqrt(xp.square(self._cell_velocities(terms, twist)).sum(-1) + eps**2) - eps
         support = (terms.friction_weight[:, None] * speeds).sum(-1)
-        contact = 0.5 * self.settings.contact_stiffness * self._violation(terms, twist).square()
+        contact = 0.5 * self.settings.contact_stiffness * xp.square(self._violation(terms, twist))
         slip = (twist * terms.tangent_row[:, None]).sum(-1) - terms.tangent_pusher[:, None]
-        pusher = terms.pusher_weight[:, None] * (torch.sqrt(slip.square() + eps**2) - eps)
+        pusher = terms.pusher_weight[:, None] * (xp.sqrt(xp.square(slip) + eps**2) - eps)
         return inertia + support + contact + pusher
 
-    def _derivatives(self, terms: _StepTerms, twist: torch.Tensor):
-        """Gradient (B, 3), Hessian (B, 3, 3) and majorising Hessian (B, 3, 3) of E at twists (B, 3)."""
+    def _derivatives(self, terms: _StepTerms, twist, *, curvatures: bool = True):
+        """Gradient (B, 3) of E at twists (B, 3); with ``curvatures`` also its Hessian (B, 3, 3) and
+        majorising Hessian (B, 3, 3): (gradient, hessian, majorant)."""
+        xp = array_namespace(twist)
         eps, dt, stiffness = self.settings.friction_smoothing, self.settings.timestep, self.settings.contact_stiffness
         batch = twist.shape[0]
         offset_x, offset_y = terms.offsets[..., 0], terms.offsets[..., 1]
         velocity_x = twist[:, 0:1] - twist[:, 2:3] * offset_y  # (B, K)
         velocity_y = twist[:, 1:2] + twist[:, 2:3] * offset_x
-        norms = torch.sqrt(velocity_x.square() + velocity_y.square() + eps**2)
+        norms = xp.sqrt(xp.square(velocity_x) + xp.square(velocity_y) + eps**2)
         scale = terms.friction_weight / norms  # (B, K)
         # J_i^T v_i with J_i = [[1, 0, -r_y], [0, 1, r_x]]
-        projected = torch.stack([velocity_x, velocity_y, offset_x * velocity_y - offset_y * velocity_x], -1)
+        projected = xp.stack([velocity_x, velocity_y, offset_x * velocity_y - offset_y * velocity_x], -1)
         weighted = scale[:, None, :]  # (B, 1, K): sums over cells as batched products
-        gradient = torch.bmm(terms.mass_matrix, (twist - terms.previous)[..., None])[..., 0] \
-            + torch.bmm(weighted, projected)[:, 0]
-        majorant = terms.mass_matrix + torch.bmm(weighted, terms.cell_gram).view(batch, 3, 3)
-        curved = projected * (scale / norms.square())[..., None]
-        hessian = majorant - torch.bmm(curved.transpose(1, 2), projected)
         violation = self._violation(terms, twist[:, None])[:, 0]
-        normal_outer = terms.normal_row[:, :, None] * terms.normal_row[:, None, :]
-        gradient = gradient + (stiffness * dt * violation)[:, None] * terms.normal_row
-        contact_curvature = stiffness * dt**2 * normal_outer
-        majorant = majorant + contact_curvature
-        hessian = hessian + (violation > 0.0).to(twist.dtype)[:, None, None] * contact_curvature
         slip = (twist * terms.tangent_row).sum(-1) - terms.tangent_pusher
-        slip_norm = torch.sqrt(slip.square() + eps**2)
+        slip_norm = xp.sqrt(xp.square(slip) + eps**2)
+        gradient = xp.matmul(terms.mass_matrix, (twist - terms.previous)[..., None])[..., 0] \
+            + xp.matmul(weighted, projected)[:, 0] \
+            + (stiffness * dt * violation)[:, None] * terms.normal_row \
+            + (terms.pusher_weight * slip / slip_norm)[:, None] * terms.tangent_row
+        if not curvatures:
+            return gradient
+        # sum_i scale_i J_i^T J_i, with J_i^T J_i = [[1, 0, -r_y], [0, 1, r_x], [-r_y, r_x, r_x^2 + r_y^2]]
+        one, zero = xp.ones_like(offset_x), xp.zeros_like(offset_x)
+        cell_gram = xp.stack([one, zero, -offset_y, zero, one, offset_x, -offset_y, offset_x,
+                              xp.square(offset_x) + xp.square(offset_y)], -1)  # (B, K, 9)
+        support = terms.mass_matrix + xp.matmul(weighted, cell_gram).reshape(batch, 3, 3)
+        contact_curvature = stiffness * dt**2 * terms.normal_row[:, :, None] * terms.normal_row[:, None, :]
         tangent_outer = terms.tangent_row[:, :, None] * terms.tangent_row[:, None, :]
-        gradient = gradient + (terms.pusher_weight * slip / slip_norm)[:, None] * terms.tangent_row
-        majorant = majorant + (terms.pusher_weight / slip_norm)[:, None, None] * tangent_outer
-        hessian = hessian + (terms.pusher_weight * eps**2 / slip_norm**3)[:, None, None] * tangent_outer
+        curved = projected * (scale / xp.square(norms))[..., None]
+        hessian = support - xp.matmul(xp.swapaxes(curved, 1, 2), projected) \
+            + contact_curvature * (violation > 0.0)[:, None, None] \
+            + (terms.pusher_weight * eps**2 / slip_norm**3)[:, None, None] * tangent_outer
+        majorant = support + contact_curvature + (terms.pusher_weight / slip_norm)[:, None, None] * tangent_outer
         return gradient, hessian, majorant
 
     def step(self, pose, twist, pusher, control, normal_force, cell_mass, cell_friction, pusher_friction):
@@ -264,20 +274,28 @@ class GridSlidingModel:
         pusher_next = pusher + self.settings.timestep * control
         terms = self._terms(pose, twist, pusher_next, control, normal_force, cell_mass, cell_friction,
                             pusher_friction)
-        with torch.no_grad():
-            frozen = _StepTerms(**{name: value.detach() for name, value in vars(terms).items()})
-            current = twist.detach()
-            for _ in range(self.settings.solver_iterations):
-                gradient, hessian, majorant = self._derivatives(frozen, current)
-                # both systems in one call: (2B, 3, 3) matrices, the gradient twice
-                newton, majorised = torch.linalg.solve(torch.cat([hessian, majorant]),
-                                                       gradient.repeat(2, 1)).split(current.shape[0])
-                candidates = torch.stack([current, current - majorised,
-                                          *(current - fraction * newton for fraction in CANDIDATE_STEPS)], 1)
-                best = self._energy(frozen, candidates).argmin(dim=1)
-                current = candidates[torch.arange(candidates.shape[0]), best]
-        gradient, hessian, _ = self._derivatives(terms, current)
-        twist_next = current - torch.linalg.solve(hessian, gradient)
+        # The solver's iterations in numpy (the same functions: the operations are written for both), with
+        # no graph: a numpy operation on these small arrays costs a fraction of a torch one's dispatch.
+        frozen = _StepTerms(**{name: value.detach().numpy() for name, value in vars(terms).items()})
+        current = twist.detach().numpy()
+        batch = current.shape[0]
+        gradient, hessian, majorant = self._derivatives(frozen, current)
+        for _ in range(self.settings.solver_iterations):
+            # both systems in one call: (2B, 3, 3) matrices, the gradient twice
+            steps = np.linalg.solve(np.concatenate([hessian, majorant]),
+                                    np.concatenate([gradient, gradient])[..., None])
+            newton, majorised = steps[:batch, :, 0], steps[batch:, :, 0]
+            candidates = np.stack([current, current - majorised,
+                                   *(current - fraction * newton for fraction in CANDIDATE_STEPS)], 1)
+            best = self._energy(frozen, candidates).argmin(1)
+            current = candidates[np.arange(batch), best]
+            gradient, hessian, majorant = self._derivatives(frozen, current)
+        # The differentiable last Newton step: the gradient in torch, the Hessian at the solution a constant
+        # (where the gradient vanishes, its derivative's term is zero: the implicit-function theorem's
+        # dv'/dtheta = -H^-1 dG/dtheta).
+        current = torch.from_numpy(current)
+        gradient = self._derivatives(terms, current, curvatures=False)
+        twist_next = current - torch.linalg.solve(torch.from_numpy(hessian), gradient[..., None])[..., 0]
         force = self.settings.contact_stiffness * self._violation(terms, twist_next[:, None])[:, 0]
         return pose + self.settings.timestep * twist_next, twist_next, pusher_next, force
 

@@ -48,7 +48,8 @@ model's physics costs the search from what a distribution it cannot express does
 heldout_mm, heldout_deg, seconds}. The README quotes the figures of 8 pushes (every object's
 cross-entropy and grid errors, the cylinder's scene-file error and floor, its identified pusher
 friction); ``--reference`` writes them to ``bench/reference/identification.json`` (see
-``bench/reference.py``).
+``bench/reference.py``), or, for other inputs, beside it: ``identification_seed1.json`` for
+``--seed 1``, ``identification_world_configured.json`` for ``--world configured``.
 """
 
 from __future__ import annotations
@@ -379,8 +380,11 @@ def main() -> int:
                                                             / figures[f"{name}_cem_world_physics_mm"])
             figures[f"{name}_grid_seconds"] = rows[(name, "grid", most)]["seconds"]
         figures["grid_seconds_max"] = max(figures[f"{name}_grid_seconds"] for name in TRUE_OBJECTS)
+        # the main run is seed 0 in the exact world; other inputs are stored beside it (bench/reference.py)
+        variant = "_".join(([] if args.world == "exact" else [f"world_{args.world}"])
+                           + ([f"seed{args.seed}"] if args.seed else []))
         bench_reference.write_figures("identification", figures, reference=args.reference, load_before=load_before,
-                                      quick=args.quick)
+                                      quick=args.quick, variant=variant)
     return 0
 
 

@@ -13,7 +13,9 @@ Without ``--reference`` it goes to ``bench/results/<bench>.figures.json`` (ignor
 with ``--reference`` to ``bench/reference/<bench>.json``, which is committed and which
 ``test/unit/test_readme_figures.py`` compares with the README's text. A ``--quick`` run
 is stored under its own name, ``<bench>_quick.json`` (with ``"quick": true``), for a README
-that quotes the quick run as such; it never stands in for the full run's file.
+that quotes the quick run as such; it never stands in for the full run's file. So is a run of
+other inputs (another seed, say), ``<bench>_<variant>.json`` (with ``"variant"``), which the
+README quotes beside the main run's.
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ def machine() -> dict[str, Any]:
     }
 
 
+def reference_name(bench: str, *, quick: bool = False, variant: str = "") -> str:
+    """The file name (without ``.json``) of a bench's figures: ``<bench>[_quick][_<variant>]``."""
+    return bench + ("_quick" if quick else "") + (f"_{variant}" if variant else "")
+
+
 def write_figures(
     bench: str,
     figures: Mapping[str, Any],
@@ -84,6 +91,7 @@ def write_figures(
     reference: bool,
     load_before: list[float],
     quick: bool = False,
+    variant: str = "",
 ) -> Path:
     """Write ``figures`` (flat: name -> number or list of numbers) with their provenance.
 
@@ -93,10 +101,14 @@ def write_figures(
         reference: True: to ``bench/reference/<bench>.json``; False: ``bench/results/<bench>.figures.json``.
         load_before: :func:`load_average` taken when the bench started.
         quick: the run was reduced (``--quick``): stored as ``<bench>_quick``.
+        variant: the run's inputs differ from the main run's (letters, digits and ``_``; e.g. ``seed1``):
+            stored as ``<bench>_<variant>`` (after ``_quick``).
 
     Returns:
         The path written.
     """
+    if variant and not variant.replace("_", "").isalnum():
+        raise ValueError(f"variant: expected letters, digits and '_', got {variant!r}")
     for name, value in figures.items():
         values = value if isinstance(value, (list, tuple)) else [value]
         if not all(isinstance(item, (int, float)) and not isinstance(item, bool) for item in values):
@@ -104,6 +116,7 @@ def write_figures(
     payload = {
         "bench": bench,
         "quick": bool(quick),
+        "variant": variant,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join(["python", f"bench/{bench}.py", *sys.argv[1:]]),
         "machine": machine(),
@@ -112,7 +125,7 @@ def write_figures(
     }
     folder = REFERENCE if reference else RESULTS
     folder.mkdir(parents=True, exist_ok=True)
-    name = f"{bench}_quick" if quick else bench
+    name = reference_name(bench, quick=quick, variant=variant)
     path = folder / (f"{name}.json" if reference else f"{name}.figures.json")
     path.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"wrote {path} (load average before {load_before}, after {payload['load_average']['after']})")

@@ -89,6 +89,14 @@ FIGURES = (
         (".1f",) * 8 + (".2f",) * 3 + (".0f",) + (".1f",) * 4,
     ),
     Figure(
+        "Other pushes and other noise (`--seed 1`, `bench/reference/identification_seed1.json`): the grid's {} / {} / "
+        "{} / {} mm against the search's {} / {} / {} / {} mm, {}x / {}x / {}x / {}x, in {} s at most",
+        "identification_seed1",
+        tuple(f"{name}_{method}_mm" for method in ("grid", "cem") for name in OBJECTS)
+        + tuple(f"{name}_grid_to_cem" for name in OBJECTS) + ("grid_seconds_max",),
+        (".1f",) * 8 + (".2f",) * 4 + (".0f",),
+    ),
+    Figure(
         "the search with the world's own physics in its fine model reached {} / {} / {} / {} mm, against which the "
         "grid is {}x / {}x / {}x / {}x",
         "identification",
@@ -249,9 +257,8 @@ def figure_value(figures: dict, name: str) -> float:
 def expected_phrase(figure: Figure) -> str:
     path = REFERENCE / f"{figure.bench}.json"
     if not path.exists():
-        bench, quick = figure.bench.removesuffix("_quick"), figure.bench.endswith("_quick")
-        pytest.fail(f"{path.relative_to(ROOT)} is missing: run python bench/{bench}.py --reference"
-                    + (" --quick" if quick else ""))
+        pytest.fail(f"{path.relative_to(ROOT)} is missing: run its bench with --reference (and --quick for a "
+                    f"_quick file, the variant's inputs for a variant's: bench/reference.py names the files)")
     reference = json.loads(path.read_text())
     cells = []
     for name, form in zip(figure.names, figure.formats, strict=True):
@@ -271,7 +278,8 @@ def test_readme_figure_matches_its_reference(figure: Figure) -> None:
 def test_reference_files_say_where_they_came_from(path: Path) -> None:
     reference = json.loads(path.read_text())
     quick = reference.get("quick", False)
-    assert reference["bench"] + ("_quick" if quick else "") == path.stem
+    variant = reference.get("variant", "")
+    assert reference["bench"] + ("_quick" if quick else "") + (f"_{variant}" if variant else "") == path.stem
     assert reference["command"].startswith(f"python bench/{reference['bench']}.py")
     assert "--reference" in reference["command"].split()
     assert ("--quick" in reference["command"].split()) == quick

@@ -86,7 +86,8 @@ class GridModelSettings:
 
 @dataclass
 class _StepTerms:
-    """What one step's potential needs (batch B, K cells), built once per step."""
+    """What one step's potential needs (batch B, K cells), built once per step: torch tensors (the
+    differentiable step), or their detached numpy copies (the solver's iterations, :meth:`GridSlidingModel.step`)."""
 
     previous: torch.Tensor  # (B, 3) twist v
     mass_matrix: torch.Tensor  # (B, 3, 3)

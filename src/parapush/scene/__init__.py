@@ -12,10 +12,13 @@ from parapush.scene.description import (
     load_scene,
     scene_from_dict,
 )
+from parapush.scene.outline import OUTLINE_KINDS, Outline, plate_mass_properties
 from parapush.scene.snapshot import SceneSnapshot
 from parapush.scene.state import StateLayout, wrap_angle
 
 __all__ = [
+    "OUTLINE_KINDS",
+    "Outline",
     "GoalRegion",
     "Obstacle",
     "ObjectPatch",
@@ -27,6 +30,7 @@ __all__ = [
     "StateLayout",
     "Table",
     "load_scene",
+    "plate_mass_properties",
     "scene_from_dict",
     "wrap_angle",
 ]

@@ -4,6 +4,13 @@ All quantities are SI (metres, kilograms, radians) and expressed in the *table f
 origin at the centre of the table top, x along the table's length, y across it, z up.
 Scenes are frozen dataclasses validated in ``__post_init__``; :func:`load_scene` reads
 them from YAML and every error names the offending field (``objects[1].mass``).
+
+Objects and obstacles have a planar outline (:class:`parapush.scene.outline.Outline`, the
+``outline`` property that every consumer uses): a cylinder is a disc, a box a rectangle, an
+``ellipse`` has ``half_extents`` as its semi-axes along the body's x and y, and a
+``polygon`` has ``vertices`` ([x, y] in the body frame, m: any simple polygon, convex or
+not, normalised to counter-clockwise). A body's pose is its frame's origin, which for a
+polygon need not be its centroid (the fine model puts the centre of mass at the centroid).
 """
 
 from __future__ import annotations
@@ -14,11 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from parapush.scene.outline import Outline
 from parapush.scene.state import StateLayout
 from parapush.validation import check_non_negative, check_positive, check_real
 from parapush.yaml_file import load_yaml
 
-SHAPES = ("cylinder", "box")
+SHAPES = ("cylinder", "box", "ellipse", "polygon")
 
 
 class SceneError(ValueError):
@@ -143,9 +153,10 @@ class ObjectSpec:
 
     Attributes:
         name: unique name, used by the mocap mapping and the interfaces.
-        shape: ``"cylinder"`` or ``"box"``.
-        radius: cylinder radius, m (paper: 5.12 cm); ignored for boxes.
-        half_extents: box half sizes (x, y) in the object frame, m; ignored for cylinders.
+        shape: one of :data:`SHAPES`: ``"cylinder"``, ``"box"``, ``"ellipse"`` or ``"polygon"``.
+        radius: cylinder radius, m (paper: 5.12 cm); ignored for other shapes.
+        half_extents: box half sizes, or ellipse semi-axes, (x, y) in the object frame, m;
+            ignored for cylinders and polygons.
         height: m (geometry only; the motion is planar).
         mass: kg.
         friction: object/table sliding friction coefficient.
@@ -153,6 +164,8 @@ class ObjectSpec:
         patches: regions with their own mass and support friction (:class:`ObjectPatch`;
             mappings are converted); empty: a uniform object. ``mass`` is the total, the
             patches' masses included.
+        vertices: polygon vertices [[x, y], ...] in the object frame, m (polygons only; the
+            pose is the frame's origin, which need not be the centroid).
     """
 
     name: str
@@ -164,6 +177,7 @@ class ObjectSpec:
     friction: float = 1.0
     pose: tuple[float, float, float] = (0.0, 0.0, 0.0)
     patches: tuple[ObjectPatch, ...] = ()
+    vertices: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         where = _check_body(self, "object", "objects")
@@ -178,7 +192,7 @@ class ObjectSpec:
             if not isinstance(patch, ObjectPatch):
                 raise SceneError(f"{where}.patches[{index}]: expected a patch, got {patch!r}")
             patch.check(f"{where}.patches[{index}]")
-            if not all(self.contains(corner) for corner in patch.corners()):
+            if not self._contains_region(patch):
                 raise SceneError(f"{where}.patches[{index}]: the region must lie inside the object's outline")
             patches.append(patch)
         object.__setattr__(self, "patches", tuple(patches))
@@ -190,24 +204,55 @@ class ObjectSpec:
         """kg, the mass spread evenly over the footprint (``mass`` less the patches')."""
         return self.mass - sum(patch.mass for patch in self.patches)
 
+    @property
+    def outline(self) -> Outline:
+        """The object's planar outline in its body frame."""
+        return self._outline  # type: ignore[attr-defined]
+
     def contains(self, point: Sequence[float], tolerance: float = 1e-9) -> bool:
         """Whether a body-frame point (x, y) m lies inside the object's outline."""
-        x, y = point
-        if self.shape == "cylinder":
-            return math.hypot(x, y) <= self.radius + tolerance
-        return abs(x) <= self.half_extents[0] + tolerance and abs(y) <= self.half_extents[1] + tolerance
+        return bool(self.outline.contains(np.asarray(point, dtype=float), tolerance))
+
+    def _contains_region(self, patch: ObjectPatch, tolerance: float = 1e-9) -> bool:
+        """Whether the patch's rectangle lies inside the outline: its corners inside, and
+        (a non-convex outline) no outline vertex strictly inside it."""
+        if not all(self.contains(corner, tolerance) for corner in patch.corners()):
+            return False
+        if self.outline.is_convex:
+            return True
+        gap = np.abs(self.outline.boundary() - np.asarray(patch.center)) - np.asarray(patch.half_extents)
+        return not bool(np.any(np.all(gap < -tolerance, axis=-1)))
 
     @property
     def bounding_radius(self) -> float:
-        """Radius of the smallest disc around the object's centre that contains it, m."""
-        if self.shape == "cylinder":
-            return self.radius
-        return math.hypot(*self.half_extents)
+        """Radius of the smallest disc around the object's origin (its pose) that contains it, m."""
+        return self.outline.bounding_radius
+
+
+def _body_outline(body: ObjectSpec | Obstacle, where: str) -> Outline:
+    """The outline of a validated body, its ``vertices`` normalised in place."""
+    if body.shape != "polygon":
+        if body.vertices is not None and len(body.vertices) > 0:
+            raise SceneError(f"{where}.vertices: only polygons have vertices (shape is {body.shape!r})")
+        object.__setattr__(body, "vertices", ())
+    try:
+        if body.shape == "cylinder":
+            return Outline("disc", radius=body.radius)
+        if body.shape == "box":
+            return Outline("rectangle", half_extents=body.half_extents)
+        if body.shape == "ellipse":
+            return Outline("ellipse", half_extents=body.half_extents)
+        outline = Outline("polygon", vertices=body.vertices)
+    except ValueError as error:
+        raise SceneError(f"{where}.{error}") from None
+    object.__setattr__(body, "vertices", outline.vertices)
+    return outline
 
 
 def _check_body(body: ObjectSpec | Obstacle, kind: str, section: str) -> str:
-    """Validate and normalise ``name``, ``shape``, ``radius``, ``half_extents`` and ``pose`` of a
-    frozen body in place; returns where it is in the scene (``<section>[<name>]``)."""
+    """Validate and normalise ``name``, ``shape``, ``radius``, ``half_extents``, ``vertices`` and
+    ``pose`` of a frozen body in place and set its outline; returns where it is in the scene
+    (``<section>[<name>]``)."""
     if not isinstance(body.name, str) or not body.name.strip():
         raise SceneError(f"{kind}.name: expected a non-empty string, got {body.name!r}")
     where = f"{section}[{body.name}]"
@@ -219,6 +264,7 @@ def _check_body(body: ObjectSpec | Obstacle, kind: str, section: str) -> str:
         _checked(check_positive, f"{where}.half_extents[{index}]", value)
     object.__setattr__(body, "half_extents", extents)
     object.__setattr__(body, "pose", _vector(body.pose, 3, f"{where}.pose"))
+    object.__setattr__(body, "_outline", _body_outline(body, where))
     return where
 
 
@@ -228,10 +274,11 @@ class Obstacle:
 
     Attributes:
         name: unique name.
-        shape: ``"cylinder"`` or ``"box"``.
+        shape: one of :data:`SHAPES` (as :class:`ObjectSpec`).
         radius: cylinder radius, m (ISRR: 3.75 cm).
-        half_extents: box half sizes (x, y), m.
+        half_extents: box half sizes, or ellipse semi-axes, (x, y), m.
         pose: (x, y, yaw), m and rad.
+        vertices: polygon vertices [[x, y], ...] in the obstacle's frame, m (polygons only).
     """
 
     name: str
@@ -239,9 +286,20 @@ class Obstacle:
     radius: float = 0.0375
     half_extents: tuple[float, float] = (0.05, 0.05)
     pose: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    vertices: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         _check_body(self, "obstacle", "obstacles")
+
+    @property
+    def outline(self) -> Outline:
+        """The obstacle's planar outline in its body frame."""
+        return self._outline  # type: ignore[attr-defined]
+
+    @property
+    def bounding_radius(self) -> float:
+        """Radius of the smallest disc around the obstacle's origin (its pose) that contains it, m."""
+        return self.outline.bounding_radius
 
 
 @dataclass(frozen=True)
@@ -329,9 +387,10 @@ _KNOWN_KEYS = {
     "scene": {"name", "table", "pusher", "objects", "obstacles", "goal", "target", "object_friction"},
     "table": {"length", "width", "friction"},
     "pusher": {"radius", "height", "mass", "friction", "position", "max_speed"},
-    "object": {"name", "shape", "radius", "half_extents", "height", "mass", "friction", "pose", "patches"},
+    "object": {"name", "shape", "radius", "half_extents", "height", "mass", "friction", "pose", "patches",
+               "vertices"},
     "patch": {"center", "half_extents", "mass", "friction"},
-    "obstacle": {"name", "shape", "radius", "half_extents", "pose"},
+    "obstacle": {"name", "shape", "radius", "half_extents", "pose", "vertices"},
     "goal": {"center", "radius"},
 }
 

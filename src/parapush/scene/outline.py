@@ -106,9 +106,6 @@ def _normalised_polygon(vertices: Any) -> tuple[tuple[float, float], ...]:
         raise ValueError("vertices: the polygon is not simple (a vertex repeats)")
     array = np.array(distinct)
     scale = float(np.max(np.abs(array - array.mean(axis=0))))
-    area = _signed_area(array)
-    if scale == 0.0 or abs(area) <= 1e-12 * scale * scale:
-        raise ValueError("vertices: the polygon has zero area")
     count = len(array)
     tolerance = 1e-12 * scale * scale
     # Neighbouring edges must not double back (a 180-degree turn overlaps them).
@@ -128,6 +125,9 @@ def _normalised_polygon(vertices: Any) -> tuple[tuple[float, float], ...]:
             where = int(np.flatnonzero(crossing)[0])
             raise ValueError(f"vertices: the polygon is not simple (edge {int(first[where])} meets "
                              f"edge {int(second[where])})")
+    area = _signed_area(array)
+    if abs(area) <= 1e-12 * scale * scale:
+        raise ValueError("vertices: the polygon has zero area")
     if area < 0.0:
         array = array[::-1]
     return tuple((float(x), float(y)) for x, y in array)

@@ -3,7 +3,9 @@
 For a control u (m/s) held for dt (s) the pusher moves along the straight path
 ``p -> p + u dt``. For each object the path is intersected with the object inflated by
 the pusher radius (a disc of radius r_o + r_p for a cylinder, a rounded rectangle for a
-box, in the box's frame); the first entry at path fraction s gives the contact fraction
+box, in the box's frame, the union of the inflated convex parts for an ellipse (its 48-gon)
+or a polygon: :func:`parapush.physics.planar_geometry.segment_outline_entry`); the first
+entry at path fraction s gives the contact fraction
 
     p_c = d_contact / (d_contact + d_free) = 1 - s          (Eq 6; 0 without a hit)
 
@@ -14,8 +16,9 @@ box, in the box's frame); the first entry at path fraction s gives the contact f
     qdot_obj <- [u_x, u_y, omega] if p_c > 0 else unchanged  (Eq 7)
     q_p <- q_p + u dt,  qdot_p <- u                          (Eq 8)
 
-where r_c is the vector from the contact point (on the object's boundary, at the pusher
-position of first contact) to the object's centre and theta the signed angle from u to
+where r_c is the vector from the contact point (the object's boundary point nearest to the
+pusher position of first contact) to the object's centre (its pose: the body frame's
+origin, which for a polygon need not be its centroid) and theta the signed angle from u to
 r_c, so ``|u| sin(theta) / |r_c| = cross(u, r_c) / |r_c|^2``: pushing +x below the centre
 turns the object counter-clockwise. The authors' code uses K_omega = 0.1 and clips omega
 to +-0.05 rad/s (``angular_speed_limit``; no clip by default, as in the paper).
@@ -37,12 +40,7 @@ import math
 
 import numpy as np
 
-from parapush.physics.planar_geometry import (
-    closest_point_on_rectangle,
-    cross,
-    segment_disc_entry,
-    segment_rounded_rectangle_entry,
-)
+from parapush.physics.planar_geometry import closest_point_on_outline, cross, segment_outline_entry
 from parapush.physics.projection import FeasibilityProjector
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene, StateLayout
@@ -92,13 +90,9 @@ class AnalyticalCoarseModel:
         radius = self.scene.pusher.radius
         entries = np.empty(poses.shape[:2])
         for index, spec in enumerate(self.scene.objects):
-            centres = poses[:, index, :2]
-            if spec.shape == "cylinder":
-                entries[:, index] = segment_disc_entry(pusher, moves, centres, spec.radius + radius)
-            else:
-                entries[:, index] = segment_rounded_rectangle_entry(
-                    pusher, moves, centres, poses[:, index, 2], np.array(spec.half_extents), radius
-                )
+            entries[:, index] = segment_outline_entry(
+                pusher, moves, poses[:, index, :2], poses[:, index, 2], spec.outline, radius
+            )
         return entries
 
     def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
@@ -126,7 +120,7 @@ class AnalyticalCoarseModel:
                 distance = np.linalg.norm(towards_centre, axis=-1, keepdims=True)
                 contact = centres - towards_centre / np.where(distance > 0, distance, 1.0) * spec.radius
             else:
-                contact = closest_point_on_rectangle(touch, centres, poses[:, index, 2], np.array(spec.half_extents))
+                contact = closest_point_on_outline(touch, centres, poses[:, index, 2], spec.outline)
             lever = centres - contact  # r_c
             lever_squared = np.sum(lever * lever, axis=-1)
             with np.errstate(invalid="ignore", divide="ignore"):

@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 
 from parapush.physics.fine_settings import FineSettings
-from parapush.physics.mjcf import DISABLED_PAIRS_ANCHOR, object_body_name, scene_to_mjcf
+from parapush.physics.mjcf import DISABLED_PAIRS_ANCHOR, object_body_name, object_geom_names, scene_to_mjcf
 from parapush.physics.propagator import check_batch
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import Scene, StateLayout
@@ -108,14 +108,16 @@ class FineModel:
         self._fidelity_models: OrderedDict[bytes, mujoco.MjModel] = OrderedDict()
         self._fidelity_lock = threading.Lock()
         table = model.geom("table").id
-        self._table_pairs = np.array([
-            int(np.flatnonzero((model.pair_geom1 == table)
-                               & (model.pair_geom2 == model.geom(f"{object_body_name(i)}_support").id))[0])
-            for i in range(self.layout.object_count)
-        ], dtype=np.int64)
+        # the objects' table pairs (one per convex part of the support) and whose they are
+        support = {model.geom(name).id: i for i, spec in enumerate(scene.objects)
+                   for name in object_geom_names(i, spec, "support")}
+        table_pairs = [(pair, support[int(model.pair_geom2[pair])]) for pair in range(model.npair)
+                       if int(model.pair_geom1[pair]) == table and int(model.pair_geom2[pair]) in support]
+        self._table_pairs, self._table_pair_owner = np.array(table_pairs, dtype=np.int64).reshape(-1, 2).T
         self._object_bodies = np.array([model.body(object_body_name(i)).id for i in range(self.layout.object_count)])
         # (pair, first object, second object or -1 for an obstacle) of the objects' lateral pairs
-        owner = {model.geom(f"{object_body_name(i)}_collider").id: i for i in range(self.layout.object_count)}
+        owner = {model.geom(name).id: i for i, spec in enumerate(scene.objects)
+                 for name in object_geom_names(i, spec, "collider")}
         lateral = [(pair, owner[int(model.pair_geom1[pair])], owner.get(int(model.pair_geom2[pair]), -1))
                    for pair in range(model.npair) if int(model.pair_geom1[pair]) in owner]
         self._lateral_pairs = np.array(lateral, dtype=np.int64).reshape(-1, 3)
@@ -264,7 +266,7 @@ class FineModel:
             # pairs switched off: static objects' table contacts; two static bodies (objects
             # or obstacles) never push each other
             anchor = variant.geom(DISABLED_PAIRS_ANCHOR).id
-            variant.pair_geom1[self._table_pairs[~dynamic]] = anchor
+            variant.pair_geom1[self._table_pairs[~dynamic[self._table_pair_owner]]] = anchor
             pairs, first, second = self._lateral_pairs.T
             both_static = ~dynamic[first] & ((second < 0) | ~dynamic[np.maximum(second, 0)])
             variant.pair_geom1[pairs[both_static]] = anchor

@@ -11,6 +11,9 @@ from parapush.settings import check_settings, setting
 INTEGRATORS = ("euler", "implicitfast", "rk4")
 COLLIDERS = ("capsule", "cylinder")
 CONES = ("pyramidal", "elliptic")
+SUPPORTS = ("collider", "points", "torsion")
+
+
 @dataclass(frozen=True)
 class FineSettings:
     """How the scene is turned into a MuJoCo model and stepped.
@@ -49,7 +52,9 @@ class FineSettings:
             (a vertical capsule has the cylinder's planar cross-section wherever it
             overlaps the objects' height band, and an analytic collider).
         object_collider: lateral contact geometry of cylindrical objects and obstacles,
-            ``"capsule"`` or ``"cylinder"``. Boxes always collide as boxes.
+            ``"capsule"`` or ``"cylinder"``. Boxes always collide as boxes, ellipses and
+            polygons as prisms of their convex parts (MuJoCo meshes; what their colliders do
+            is in :mod:`parapush.physics.mjcf`).
         cone: MuJoCo friction cone, ``"elliptic"`` (isotropic Coulomb friction) or
             ``"pyramidal"`` (MuJoCo's default, used by the authors; its friction is weaker
             for sliding diagonal to the table axes, see above).
@@ -84,6 +89,11 @@ class FineSettings:
     object_tilt: bool = setting(
         False, "roll and pitch hinges on every object (its table contacts share its weight as a rigid body's do)"
     )
+    support: str = setting(
+        "collider", "how an object rests on the table: collider (its geometry's own contacts), points "
+        "(support_points contacts spread evenly over its outline), torsion (one centre contact with the "
+        "torsional friction of an even pressure)", choices=SUPPORTS)
+    support_points: int = setting(8, "table contacts per object with support: points", minimum=1, maximum=64)
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -22,13 +22,45 @@ The model (world frame = table frame, z up, table top at z = 0):
   (``ObjectSpec.patches``: regions with their own mass and support friction) is the same
   body with one more box geom per patch, resting on the table with its own mass and its own
   table pair (4 more corner contacts); the body's inertia is then MuJoCo's sum of the geoms'.
+- **Ellipses and polygons** are prisms of the object's height: one ``<asset><mesh>`` per
+  convex part of the outline (:meth:`parapush.scene.outline.Outline.convex_parts`; an
+  ellipse is its inscribed 48-gon, flat edges facing its axes), each used by one support
+  geom and one lateral collider geom (``object<i>_support``, ``object<i>_support_part<k>``,
+  ...: :func:`object_geom_names`), every part with its own table pair. The inertial is
+  explicit, at the outline's centroid (a polygon's body origin need not be it): yaw
+  ``mass * polar_moment`` (a plate of that outline; the exact ellipse), roll and pitch those
+  of a plate of the object's height, products of inertia from the outline's second moments.
+  With patches the support parts carry ``base_mass`` split by area and MuJoCo sums the
+  meshes'. Obstacles of these shapes are the same prisms, ``OBSTACLE_HEIGHT`` tall.
+- **What MuJoCo's mesh colliders do** (MuJoCo 4.0.0, measured with a regular hexagon of
+  circumradius 60.5 mm, 13 mm high, and a 5 mm pusher penetrating 1 mm):
+  *mesh/plane* (the table support): at most 4 contacts per mesh, at bottom vertices (the
+  deepest found and up to 3 more), not placed symmetrically: the hexagon resting flat gets 4
+  of its 6 corners (at 0, 60, 120 and 240 deg for a vertex on +x), whose mean is 15 mm off
+  the centroid; the ellipse's 48-gon 4 vertices point-symmetric about its centre. Without
+  ``object_tilt`` the solver shares the weight about equally among them, so the centre of
+  friction is off the centroid: that hexagon pushed through its centroid at the middle of an
+  edge turns 0.058 rad over 97 mm (0.047 with ``object_tilt``), where a box, or the same
+  square as a polygon, does not turn (< 1e-5 rad). A non-convex polygon gets up to 4
+  contacts per convex part (the MIT 'butter' outline: 23 parts, about 6.8x a box's step
+  cost). *mesh/cylinder and mesh/capsule* (the pusher; MuJoCo's native convex collider): at
+  an edge, exact: the edge's outward normal and depth, 2 contacts (at the bottom and the top
+  of the face). At a vertex (the pusher in the vertex's normal cone, +-30 deg for the
+  hexagon) the normal snaps to one adjacent face's normal for the whole cone, not the true
+  normal from the vertex to the pusher's axis (up to 60 deg off for the hexagon, 7.5 deg for
+  the 48-gon), with the true depth's projection on it (capsule: 0.87 mm for 1 mm) or less
+  (cylinder: 0.60-0.99 mm); so a push at a vertex gets a lateral force component. With
+  MuJoCo's ``nativeccd`` flag disabled (libccd) the normal comes closer (16 deg for a
+  pusher at 20 deg) with 3 contacts; the ``multiccd`` flag changes nothing. Mesh/mesh
+  (object/object and object/obstacle) uses the same convex collider.
 - **Lateral colliders**: contacts between pusher, objects and obstacles use a *separate*
   geom per body, either the cylinder itself or a vertical capsule of the same radius
   whose axis segment spans the object's height (``FineSettings.object_collider`` /
   ``pusher_collider``). Two vertical segments with overlapping height ranges have their
   closest points at equal height, so capsule contacts have exactly the planar geometry
   of the cylinders (normal horizontal, distance = centre distance - radii) and use
-  MuJoCo's analytic capsule colliders. Boxes always collide as boxes.
+  MuJoCo's analytic capsule colliders. Boxes always collide as boxes, ellipses and
+  polygons as their convex mesh parts.
 - **Friction, per pair**: MuJoCo combines two geoms' coefficients by taking the larger,
   so with the authors' numbers (slider 1.0 for the table, pusher 0.2) the pusher/slider
   contact would silently get 1.0. Every contact is therefore an explicit ``<pair>`` with
@@ -62,7 +94,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ElementTree
 from typing import TYPE_CHECKING
 
-from parapush.scene import ObjectSpec, Obstacle, Scene
+import numpy as np
+
+from parapush.scene import ObjectSpec, Obstacle, Outline, Scene
 
 if TYPE_CHECKING:
     from parapush.physics.fine_settings import FineSettings
@@ -101,6 +135,47 @@ def _vertical_collider(
                  pos=_numbers(0, 0, 0.5 * (top + bottom)))
 
 
+def part_geom_names(prefix: str, outline: Outline) -> tuple[str, ...]:
+    """Names of the geoms ``prefix`` (e.g. ``object0_support``) of a body of ``outline``: the
+    prefix itself, then ``<prefix>_part<k>`` for the further convex parts of a non-convex
+    polygon (cylinders, boxes, ellipses and convex polygons have one geom)."""
+    count = len(outline.convex_parts()) if outline.kind == "polygon" else 1
+    return (prefix, *(f"{prefix}_part{part}" for part in range(1, count)))
+
+
+def object_geom_names(index: int, spec: ObjectSpec, role: str) -> tuple[str, ...]:
+    """Geoms of object ``index`` in ``role`` ``"support"`` (its table contacts) or
+    ``"collider"`` (its lateral contacts): ``object<i>_<role>`` then ``_part<k>``."""
+    if role not in ("support", "collider"):
+        raise ValueError(f"role: expected 'support' or 'collider', got {role!r}")
+    return part_geom_names(f"{object_body_name(index)}_{role}", spec.outline)
+
+
+def obstacle_geom_names(index: int, obstacle: Obstacle) -> tuple[str, ...]:
+    """Collider geoms of obstacle ``index``: ``obstacle<j>_collider`` then ``_part<k>``."""
+    return part_geom_names(f"obstacle{index}_collider", obstacle.outline)
+
+
+def _uses_mesh(outline: Outline) -> bool:
+    return outline.kind in ("ellipse", "polygon")
+
+
+def _add_prism_meshes(root: ElementTree.Element, prefix: str, outline: Outline, height: float) -> list[str]:
+    """One ``<asset><mesh>`` per convex part of ``outline``: the part extruded from z = 0
+    to ``height``; returns the mesh names."""
+    asset = root.find("asset")
+    if asset is None:
+        asset = ElementTree.Element("asset")
+        root.insert(list(root).index(root.find("worldbody")), asset)
+    names = []
+    for number, part in enumerate(outline.convex_parts()):
+        name = f"{prefix}_mesh{number}"
+        points = [(x, y, z) for z in (0.0, height) for x, y in part]
+        _element(asset, "mesh", name=name, vertex=_numbers(*(value for point in points for value in point)))
+        names.append(name)
+    return names
+
+
 def _object_inertia(spec: ObjectSpec) -> tuple[float, float, float]:
     """Principal moments of inertia (kg m^2) of a uniform cylinder or box about its centre."""
     if spec.shape == "cylinder":
@@ -115,8 +190,9 @@ def _object_inertia(spec: ObjectSpec) -> tuple[float, float, float]:
 
 
 def _add_object(
-    world: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings, gravity_compensated: bool
+    root: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings, gravity_compensated: bool
 ) -> None:
+    world = root.find("worldbody")
     name = object_body_name(index)
     body = _element(world, "body", name=name, pos="0 0 0")
     if gravity_compensated:
@@ -128,33 +204,99 @@ def _add_object(
     if settings.object_tilt:
         _element(body, "joint", name=f"{name}_roll", type="hinge", axis="1 0 0")
         _element(body, "joint", name=f"{name}_pitch", type="hinge", axis="0 1 0")
+    meshes = _add_prism_meshes(root, name, spec.outline, spec.height) if _uses_mesh(spec.outline) else []
+    if not spec.patches:
+        _add_object_inertial(body, spec)
+    _add_object_support(body, index, spec, meshes)
+    _add_object_colliders(body, index, spec, settings, meshes)
+    _add_object_patches(body, index, spec)
+
+
+def _add_object_inertial(body: ElementTree.Element, spec: ObjectSpec) -> None:
+    """A uniform object's inertial: a cylinder's or a box's about its centre; another outline's
+    at its centroid with the yaw inertia of a plate of that outline (mass * polar moment) and the
+    roll and pitch moments of a plate of the object's height."""
+    half_height = 0.5 * spec.height
+    if not _uses_mesh(spec.outline):
+        _element(body, "inertial", pos=_numbers(0, 0, half_height), mass=_numbers(spec.mass),
+                 diaginertia=_numbers(*_object_inertia(spec)))
+        return
+    centroid = spec.outline.centroid
+    xx, yy, xy = spec.outline.second_moments()
+    thickness = spec.height**2 / 12.0
+    moments = (spec.mass * (yy + thickness), spec.mass * (xx + thickness), spec.mass * (xx + yy))
+    inertia = ({"diaginertia": _numbers(*moments)} if xy == 0.0
+               else {"fullinertia": _numbers(*moments, -spec.mass * xy, 0.0, 0.0)})
+    _element(body, "inertial", pos=_numbers(*centroid, half_height), mass=_numbers(spec.mass), **inertia)
+
+
+def _add_object_support(body: ElementTree.Element, index: int, spec: ObjectSpec, meshes: list[str]) -> None:
+    """The geoms resting on the table (their pairs with it: ``object<i>_support[_part<k>]``).
+    Without an inertial (an object with patches) they carry ``base_mass`` (split among the
+    convex parts by area) and MuJoCo sums the geoms' inertia."""
+    name = object_body_name(index)
     half_height = 0.5 * spec.height
     # A uniform object: its inertial given; with patches MuJoCo sums the geoms' (support: the
     # mass spread over the footprint, each patch: its own mass), so the centre of mass moves.
     mass = {"mass": _numbers(spec.base_mass)} if spec.patches else {}
-    if not spec.patches:
-        _element(body, "inertial", pos=_numbers(0, 0, half_height), mass=_numbers(spec.mass),
-                 diaginertia=_numbers(*_object_inertia(spec)))
     if spec.shape == "cylinder":
         _element(body, "geom", name=f"{name}_support", type="cylinder",
                  size=_numbers(spec.radius, half_height), pos=_numbers(0, 0, half_height), **mass)
-        _vertical_collider(body, f"{name}_collider", settings.object_collider, spec.radius, 0.0, spec.height)
-    else:
+    elif spec.shape == "box":
         half_x, half_y = spec.half_extents
         _element(body, "geom", name=f"{name}_support", type="box",
                  size=_numbers(half_x, half_y, half_height), pos=_numbers(0, 0, half_height), **mass)
+    else:
+        parts = spec.outline.convex_parts()
+        areas = [abs(_polygon_area(part)) for part in parts]
+        for geom, mesh, area in zip(object_geom_names(index, spec, "support"), meshes, areas, strict=True):
+            part_mass = {"mass": _numbers(spec.base_mass * area / sum(areas))} if spec.patches else {}
+            _element(body, "geom", name=geom, type="mesh", mesh=mesh, **part_mass)
+
+
+def _add_object_colliders(
+    body: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings, meshes: list[str]
+) -> None:
+    """The geoms of the lateral contacts (pusher, objects, obstacles): ``object<i>_collider[_part<k>]``."""
+    name = object_body_name(index)
+    half_height = 0.5 * spec.height
+    if spec.shape == "cylinder":
+        _vertical_collider(body, f"{name}_collider", settings.object_collider, spec.radius, 0.0, spec.height)
+    elif spec.shape == "box":
+        half_x, half_y = spec.half_extents
         _element(body, "geom", name=f"{name}_collider", type="box",
                  size=_numbers(half_x, half_y, half_height), pos=_numbers(0, 0, half_height))
+    else:
+        for geom, mesh in zip(object_geom_names(index, spec, "collider"), meshes, strict=True):
+            _element(body, "geom", name=geom, type="mesh", mesh=mesh)
+
+
+def _add_object_patches(body: ElementTree.Element, index: int, spec: ObjectSpec) -> None:
+    """One box geom per patch, with its own mass and table pair (``object<i>_patch<k>``)."""
+    name = object_body_name(index)
+    half_height = 0.5 * spec.height
     for number, patch in enumerate(spec.patches):
         _element(body, "geom", name=f"{name}_patch{number}", type="box",
                  size=_numbers(*patch.half_extents, half_height), pos=_numbers(*patch.center, half_height),
                  mass=_numbers(patch.mass))
 
 
-def _add_obstacle(world: ElementTree.Element, index: int, obstacle: Obstacle, settings: FineSettings) -> None:
+def _polygon_area(points: object) -> float:
+    vertices = np.asarray(points, dtype=float)
+    following = np.roll(vertices, -1, axis=0)
+    return 0.5 * float(np.sum(vertices[:, 0] * following[:, 1] - vertices[:, 1] * following[:, 0]))
+
+
+def _add_obstacle(root: ElementTree.Element, index: int, obstacle: Obstacle, settings: FineSettings) -> None:
+    world = root.find("worldbody")
     x, y, yaw = obstacle.pose
     name = f"obstacle{index}"
-    if obstacle.shape == "cylinder":
+    if _uses_mesh(obstacle.outline):
+        meshes = _add_prism_meshes(root, name, obstacle.outline, OBSTACLE_HEIGHT)
+        holder = _element(world, "body", name=name, pos=_numbers(x, y, 0), euler=_numbers(0, 0, yaw))
+        for geom, mesh in zip(obstacle_geom_names(index, obstacle), meshes, strict=True):
+            _element(holder, "geom", name=geom, type="mesh", mesh=mesh)
+    elif obstacle.shape == "cylinder":
         holder = _element(world, "body", name=name, pos=_numbers(x, y, 0))
         _vertical_collider(holder, f"{name}_collider", settings.object_collider, obstacle.radius,
                            0.0, OBSTACLE_HEIGHT)
@@ -208,32 +350,36 @@ def scene_to_mjcf(scene: Scene, settings: FineSettings, *, gravity_compensated: 
                        0.0, pusher.height)
 
     for index, spec in enumerate(scene.objects):
-        _add_object(world, index, spec, settings, gravity_compensated)
+        _add_object(root, index, spec, settings, gravity_compensated)
     for index, obstacle in enumerate(scene.obstacles):
-        _add_obstacle(world, index, obstacle, settings)
+        _add_obstacle(root, index, obstacle, settings)
     if gravity_compensated:
         _element(world, "geom", name=DISABLED_PAIRS_ANCHOR, type="sphere", size="0.001",
                  pos=_numbers(1.0e6, 1.0e6, 0.0))
 
     contact = _element(root, "contact")
 
-    def pair(first: str, second: str, friction: float) -> None:
+    def pair(firsts: str | tuple[str, ...], seconds: tuple[str, ...], friction: float) -> None:
         # sliding, torsional, rolling x2; only the sliding coefficient matters at condim 3
-        _element(contact, "pair", geom1=first, geom2=second, condim="3",
-                 friction=_numbers(friction, friction, 0.005, 0.0001, 0.0001))
+        for first in (firsts,) if isinstance(firsts, str) else firsts:
+            for second in seconds:
+                _element(contact, "pair", geom1=first, geom2=second, condim="3",
+                         friction=_numbers(friction, friction, 0.005, 0.0001, 0.0001))
 
+    colliders = [object_geom_names(index, spec, "collider") for index, spec in enumerate(scene.objects)]
+    obstacles = [obstacle_geom_names(index, obstacle) for index, obstacle in enumerate(scene.obstacles)]
     for index, spec in enumerate(scene.objects):
         name = object_body_name(index)
-        pair("table", f"{name}_support", max(scene.table.friction, spec.friction))
+        pair("table", object_geom_names(index, spec, "support"), max(scene.table.friction, spec.friction))
         for number, patch in enumerate(spec.patches):
-            pair("table", f"{name}_patch{number}", max(scene.table.friction, patch.friction))
-        pair("pusher_collider", f"{name}_collider", pusher.friction)
+            pair("table", (f"{name}_patch{number}",), max(scene.table.friction, patch.friction))
+        pair("pusher_collider", colliders[index], pusher.friction)
         for other in range(index + 1, len(scene.objects)):
-            pair(f"{name}_collider", f"{object_body_name(other)}_collider", scene.object_friction)
+            pair(colliders[index], colliders[other], scene.object_friction)
         for other in range(len(scene.obstacles)):
-            pair(f"{name}_collider", f"obstacle{other}_collider", scene.object_friction)
+            pair(colliders[index], obstacles[other], scene.object_friction)
     for other in range(len(scene.obstacles)):
-        pair("pusher_collider", f"obstacle{other}_collider", pusher.friction)
+        pair("pusher_collider", obstacles[other], pusher.friction)
 
     actuators = _element(root, "actuator")
     gain = _numbers(pusher_servo_gain(scene, settings))

@@ -13,8 +13,12 @@ of each pair:
 - object/object: both objects move by half the depth in opposite directions (the
   smallest total displacement that separates them).
 
-Shapes are discs (pusher, cylinders) and rectangles (boxes); depths are analytic for
-disc/disc, disc/rectangle and rectangle/rectangle (separating-axis theorem). Orientations
+Shapes are the bodies' outlines (:class:`~parapush.scene.outline.Outline`: the pusher and
+cylinders discs, boxes rectangles, ellipses and polygons); depths come from
+:func:`parapush.physics.planar_geometry.outline_penetration`: analytic for disc/disc,
+disc/rectangle and rectangle/rectangle, the nearest boundary point for a disc and a polygon,
+the separating-axis theorem between convex parts otherwise (an ellipse is its 48-gon; for a
+non-convex polygon the deepest pair of parts, which further passes finish). Orientations
 and velocities are kept. Resolving one pair can create another penetration (chains,
 clusters), so the pairs are swept ``passes`` times, stopping early once a pass moves
 nothing. Each move adds ``clearance`` so that a projected state is not re-projected by
@@ -28,17 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from parapush.physics.planar_geometry import (
-    disc_disc_penetration,
-    disc_rectangle_penetration,
-    rectangle_disc_penetration,
-    rectangle_rectangle_penetration,
-)
-from parapush.scene import Scene, StateLayout
+from parapush.physics.planar_geometry import outline_penetration
+from parapush.scene import Outline, Scene, StateLayout
 from parapush.validation import check_integer, check_real
-
-_Shape = tuple[str, float, np.ndarray]
-"""A body's planar shape: (kind "disc" or "rectangle", radius m, half extents (2,) m)."""
 
 _PUSHER = -1
 """Pair code of the pusher; obstacle j is coded ``_OBSTACLE_BASE - j``."""
@@ -49,22 +45,8 @@ _PIN_TOLERANCE = 1e-6
 """An object within this distance of a fixed body (m) is pinned against it."""
 
 
-def _penetration(
-    first: _Shape, first_centres: np.ndarray, first_yaws: np.ndarray,
-    second: _Shape, second_centres: np.ndarray, second_yaws: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Depth (M,) and unit normal (M, 2) along which the second body must move."""
-    first_kind, first_radius, first_half = first
-    second_kind, second_radius, second_half = second
-    if first_kind == "disc" and second_kind == "disc":
-        return disc_disc_penetration(first_centres, first_radius, second_centres, second_radius)
-    if first_kind == "disc":
-        return disc_rectangle_penetration(first_centres, first_radius, second_centres, second_yaws, second_half)
-    if second_kind == "disc":
-        return rectangle_disc_penetration(first_centres, first_yaws, first_half, second_centres, second_radius)
-    return rectangle_rectangle_penetration(
-        first_centres, first_yaws, first_half, second_centres, second_yaws, second_half
-    )
+_penetration = outline_penetration
+"""Depth (M,) and unit normal (M, 2) along which the second body must move."""
 
 
 class FeasibilityProjector:
@@ -88,19 +70,10 @@ class FeasibilityProjector:
         self.layout: StateLayout = scene.layout
         self.passes = passes
         self.clearance = float(clearance)
-        self._pusher: _Shape = ("disc", scene.pusher.radius, np.zeros(2))
-        self._objects: list[_Shape] = [
-            ("disc", spec.radius, np.zeros(2)) if spec.shape == "cylinder"
-            else ("rectangle", 0.0, np.array(spec.half_extents))
-            for spec in scene.objects
-        ]
-        self._obstacles: list[tuple[_Shape, np.ndarray, float]] = [
-            (
-                ("disc", obstacle.radius, np.zeros(2)) if obstacle.shape == "cylinder"
-                else ("rectangle", 0.0, np.array(obstacle.half_extents)),
-                np.array(obstacle.pose[:2]), obstacle.pose[2],
-            )
-            for obstacle in scene.obstacles
+        self._pusher = Outline("disc", radius=scene.pusher.radius)
+        self._objects: list[Outline] = [spec.outline for spec in scene.objects]
+        self._obstacles: list[tuple[Outline, np.ndarray, float]] = [
+            (obstacle.outline, np.array(obstacle.pose[:2]), obstacle.pose[2]) for obstacle in scene.obstacles
         ]
         count = len(self._objects)
         # (first, second): second is always an object; the pusher and obstacles come first,

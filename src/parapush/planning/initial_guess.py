@@ -6,7 +6,7 @@ warm-started with the previously optimized sequence.
 
 Straight-line push (:func:`straight_line_controls`), with d the unit vector from the
 target centre t to the goal centre g and R = r_target + r_pusher the contact distance
-(r_target: the target's extent along -d)::
+(r_target: the target's extent along -d from its pose, any outline)::
 
     pre-push point  a = t - (R + approach_clearance) d
     push end        e = g - R d          (the pusher's position when the target reaches g)
@@ -29,16 +29,15 @@ from parapush.scene import ObjectSpec, Scene
 
 
 def _extent_along(spec: ObjectSpec, yaw: float, direction: np.ndarray) -> float:
-    """Support distance of the object's outline from its centre along ``direction`` (unit), m."""
-    if spec.shape == "cylinder":
-        return spec.radius
+    """Support distance of the object's outline from its origin (its pose) along ``direction``
+    (unit, table frame), m (:meth:`parapush.scene.outline.Outline.extent_along`)."""
     local = np.array(
         [
             math.cos(yaw) * direction[0] + math.sin(yaw) * direction[1],
             -math.sin(yaw) * direction[0] + math.cos(yaw) * direction[1],
         ]
     )
-    return abs(local[0]) * spec.half_extents[0] + abs(local[1]) * spec.half_extents[1]
+    return float(spec.outline.extent_along(local))
 
 
 def _clears(points: list[np.ndarray], centre: np.ndarray, radius: float) -> bool:

@@ -48,7 +48,7 @@ import numpy as np
 from parapush.background import stop_thread
 from parapush.execution.commands import TwistCommand
 from parapush.physics.fine_settings import FineSettings
-from parapush.physics.mjcf import object_body_name, scene_to_mjcf
+from parapush.physics.mjcf import object_body_name, object_geom_names, scene_to_mjcf
 from parapush.physics.table_support import objects_off_table
 from parapush.scene import ObjectSpec, Scene, SceneSnapshot, StateLayout
 from parapush.settings import check_settings, setting
@@ -166,7 +166,10 @@ class WorldStatus:
 
 
 def _footprint_radius(spec: ObjectSpec) -> float:
-    return spec.radius if spec.shape == "cylinder" else min(spec.half_extents)
+    """Distance from the outline's centroid to its boundary, m (a cylinder's radius, a box's
+    smaller half extent)."""
+    outline = spec.outline
+    return float(-outline.signed_distance(outline.centroid))
 
 
 def world_mjcf(scene: Scene, settings: WorldSettings) -> str:
@@ -183,10 +186,11 @@ def world_mjcf(scene: Scene, settings: WorldSettings) -> str:
     )
     for index, spec in enumerate(scene.objects):
         friction = max(scene.table.friction, spec.friction)
-        ElementTree.SubElement(
-            contact, "pair", geom1=FLOOR_GEOM, geom2=f"{object_body_name(index)}_support", condim="3",
-            friction=f"{friction!r} {friction!r} 0.005 0.0001 0.0001",
-        )
+        for support in object_geom_names(index, spec, "support"):
+            ElementTree.SubElement(
+                contact, "pair", geom1=FLOOR_GEOM, geom2=support, condim="3",
+                friction=f"{friction!r} {friction!r} 0.005 0.0001 0.0001",
+            )
     ElementTree.indent(root)
     return ElementTree.tostring(root, encoding="unicode")
 
@@ -247,25 +251,23 @@ class SimWorld:
         self._height_qpos = np.array([joint(f"{object_body_name(index)}_z")[0] for index in range(count)])
         self._object_body = np.array([int(model.body(object_body_name(index)).id) for index in range(count)])
         self._pusher_body = int(model.body("pusher").id)
-        self._support_geom = np.array([geom(f"{object_body_name(index)}_support") for index in range(count)])
-        self._nominal_support_position = model.geom_pos[self._support_geom].copy()
+        # per object: its support geoms (one per convex part), their table pairs, its pusher pairs
+        self._support_geom = [np.array([geom(name) for name in object_geom_names(index, spec, "support")])
+                              for index, spec in enumerate(self.scene.objects)]
+        self._nominal_support_position = [model.geom_pos[geoms].copy() for geoms in self._support_geom]
+        colliders = [np.array([geom(name) for name in object_geom_names(index, spec, "collider")])
+                     for index, spec in enumerate(self.scene.objects)]
         pusher_collider = geom("pusher_collider")
         table = geom("table")
-        self._table_pair = np.zeros(count, dtype=int)
-        self._pusher_pair = np.zeros(count, dtype=int)
-        for pair in range(model.npair):
-            first, second = int(model.pair_geom1[pair]), int(model.pair_geom2[pair])
-            for index in range(count):
-                if (first, second) == (table, self._support_geom[index]):
-                    self._table_pair[index] = pair
-                elif (first, second) == (pusher_collider, geom(f"{object_body_name(index)}_collider")):
-                    self._pusher_pair[index] = pair
+        first, second = model.pair_geom1, model.pair_geom2
+        self._table_pair = [np.flatnonzero((first == table) & np.isin(second, geoms)) for geoms in self._support_geom]
+        self._pusher_pair = [np.flatnonzero((first == pusher_collider) & np.isin(second, geoms)) for geoms in colliders]
         self._nominal_friction = model.pair_friction.copy()
         self._nominal_margin = model.pair_margin.copy()
         # geom id -> object index for the pusher's contacts (-1: not an object's collider)
         self._collider_object = np.full(model.ngeom, -1, dtype=int)
-        for index in range(count):
-            self._collider_object[geom(f"{object_body_name(index)}_collider")] = index
+        for index, geoms in enumerate(colliders):
+            self._collider_object[geoms] = index
         self._pusher_collider = pusher_collider
         self._pusher_actuators = np.array([int(model.actuator(f"pusher_v{axis}").id) for axis in ("x", "y")])
         self._footprint = np.array([_footprint_radius(spec) for spec in self.scene.objects])
@@ -461,8 +463,8 @@ class SimWorld:
         table_pair, pusher_pair = self._table_pair[index], self._pusher_pair[index]
         model.pair_friction[table_pair, :2] = self._nominal_friction[table_pair, :2] * sample.table_friction_scale
         model.pair_friction[pusher_pair, :2] = self._nominal_friction[pusher_pair, :2] * sample.pusher_friction_scale
-        geom = self._support_geom[index]
-        model.geom_pos[geom, :2] = self._nominal_support_position[index, :2] + sample.friction_centre_offset
+        geoms = self._support_geom[index]
+        model.geom_pos[geoms, :2] = self._nominal_support_position[index][:, :2] + sample.friction_centre_offset
         self._samples[index] = sample
 
     def _update_table_support(self) -> None:

@@ -37,12 +37,101 @@ def seconds_to_time(seconds: float) -> Time:
     return Time(sec=whole, nanosec=min(int(round((seconds - whole) * 1e9)), 999_999_999))
 
 
+SHAPES = {
+    "cylinder": ObjectState.SHAPE_CYLINDER,
+    "box": ObjectState.SHAPE_BOX,
+    "ellipse": ObjectState.SHAPE_ELLIPSE,
+    "polygon": ObjectState.SHAPE_POLYGON,
+}
+"""The scene format's shape names and their ObjectState constants."""
+SHAPE_NAMES = {value: name for name, value in SHAPES.items()}
+GEOMETRY_TOLERANCE = 1e-6
+"""m, how far a message's sizes or vertices may lie from the scene's (both are the scene file's numbers)."""
+
+
 def _geometry(spec) -> dict:
-    """The ObjectState shape fields of a scene object spec."""
+    """The ObjectState shape fields of a scene object spec (or obstacle)."""
     if spec.shape == "cylinder":
         return {"shape": ObjectState.SHAPE_CYLINDER, "radius": float(spec.radius)}
+    if spec.shape == "polygon":
+        vertices = np.asarray(spec.vertices, dtype=float).reshape(-1, 2)
+        return {"shape": ObjectState.SHAPE_POLYGON, "vertices_x": vertices[:, 0].tolist(),
+                "vertices_y": vertices[:, 1].tolist()}
+    if spec.shape not in SHAPES:
+        raise ValueError(f"shape: {spec.shape!r} has no ObjectState constant; expected one of {list(SHAPES)}")
     half_x, half_y = (float(v) for v in spec.half_extents)
-    return {"shape": ObjectState.SHAPE_BOX, "half_extent_x": half_x, "half_extent_y": half_y}
+    return {"shape": SHAPES[spec.shape], "half_extent_x": half_x, "half_extent_y": half_y}
+
+
+def geometry_from_msg(body: ObjectState, where: str = "object") -> dict | None:
+    """The outline a body's message carries, in the scene format's fields (``shape`` and ``radius``,
+    ``half_extents`` or ``vertices``), or None when it carries none (every size 0, no vertices: a
+    client that leaves the outline to the scene).
+
+    Raises:
+        MessageError: naming the field (unknown shape, non-finite or non-positive size, vertex
+            arrays of unequal length or fewer than three vertices).
+    """
+    vertices_x, vertices_y = list(body.vertices_x), list(body.vertices_y)
+    if body.radius == 0.0 and body.half_extent_x == 0.0 and body.half_extent_y == 0.0 and not vertices_x \
+            and not vertices_y:
+        return None
+    if body.shape not in SHAPE_NAMES:
+        raise MessageError(f"{where}.shape: unknown shape {body.shape}; expected one of "
+                           + ", ".join(f"{value} ({name})" for name, value in SHAPES.items()))
+    shape = SHAPE_NAMES[body.shape]
+    if shape == "polygon":
+        if len(vertices_x) != len(vertices_y):
+            raise MessageError(f"{where}.vertices_y: {len(vertices_y)} values for {len(vertices_x)} vertices_x")
+        if len(vertices_x) < 3:
+            raise MessageError(f"{where}.vertices_x: a polygon needs at least 3 vertices, got {len(vertices_x)}")
+        vertices = np.column_stack([np.asarray(vertices_x, dtype=float), np.asarray(vertices_y, dtype=float)])
+        bad = ~np.isfinite(vertices)
+        if bad.any():
+            row, column = np.argwhere(bad)[0]
+            raise MessageError(f"{where}.vertices_{'xy'[column]}[{row}]: must be finite, got {vertices[row, column]!r}")
+        return {"shape": shape, "vertices": tuple((float(x), float(y)) for x, y in vertices)}
+    names = ("radius",) if shape == "cylinder" else ("half_extent_x", "half_extent_y")
+    sizes = _finite_fields(body, where, names)
+    for name, value in zip(names, sizes, strict=True):
+        if value <= 0.0:
+            raise MessageError(f"{where}.{name}: must be > 0 for shape {shape}, got {value!r}")
+    if shape == "cylinder":
+        return {"shape": shape, "radius": sizes[0]}
+    return {"shape": shape, "half_extents": tuple(sizes)}
+
+
+def check_geometry(body: ObjectState, spec, where: str = "object") -> None:
+    """Raise :class:`MessageError` when the outline a body's message carries is not ``spec``'s
+    (the scene's object of that name); a message that carries none is accepted."""
+    given = geometry_from_msg(body, where)
+    if given is None:
+        return
+    if given["shape"] != spec.shape:
+        raise MessageError(f"{where}.shape: {given['shape']} for object {body.name!r}, "
+                           f"the scene's shape is {spec.shape}")
+    if spec.shape == "polygon":
+        wanted = np.asarray(spec.vertices, dtype=float).reshape(-1, 2)
+        got = np.asarray(given["vertices"], dtype=float)
+        if got.shape != wanted.shape:
+            raise MessageError(f"{where}.vertices_x: {len(got)} vertices for object {body.name!r}, "
+                               f"the scene's polygon has {len(wanted)}")
+        gap = np.abs(got - wanted).max(axis=1)
+        if gap.max() > GEOMETRY_TOLERANCE:
+            row = int(np.argmax(gap))
+            raise MessageError(f"{where}.vertices_x/_y[{row}]: ({got[row, 0]:.6g}, {got[row, 1]:.6g}) m for "
+                               f"object {body.name!r}, the scene's vertex is ({wanted[row, 0]:.6g}, "
+                               f"{wanted[row, 1]:.6g}) m")
+        return
+    if spec.shape == "cylinder":
+        pairs = (("radius", given["radius"], float(spec.radius)),)
+    else:
+        pairs = tuple(zip(("half_extent_x", "half_extent_y"), given["half_extents"],
+                          (float(v) for v in spec.half_extents), strict=True))
+    for name, got_value, wanted_value in pairs:
+        if abs(got_value - wanted_value) > GEOMETRY_TOLERANCE:
+            raise MessageError(f"{where}.{name}: {got_value:.6g} m for object {body.name!r}, "
+                               f"the scene's {spec.shape} has {wanted_value:.6g} m")
 
 
 def _scene_states(
@@ -142,10 +231,11 @@ def _finite_fields(body: ObjectState, where: str, names: Sequence[str]) -> list[
 def msg_to_snapshot(message: SceneState, scene: Scene, *, require_valid: bool = False) -> SceneSnapshot:
     """A SceneState message as a :class:`SceneSnapshot` in the object order of ``scene``.
 
-    Objects are matched by name; every object of the scene must be present exactly once.
+    Objects are matched by name; every object of the scene must be present exactly once, with
+    the scene's outline or none (:func:`check_geometry`).
     Raises:
-        MessageError: naming the field (unknown/missing/duplicate object, non-finite value,
-            or an invalid body when ``require_valid``).
+        MessageError: naming the field (unknown/missing/duplicate object, an outline other than
+            the scene's, non-finite value, or an invalid body when ``require_valid``).
     """
     layout = scene.layout
     state = np.zeros(layout.dimension)
@@ -168,6 +258,7 @@ def msg_to_snapshot(message: SceneState, scene: Scene, *, require_valid: bool = 
                 f"{where}.name: unknown object {body.name!r}; the scene has {list(scene.object_names)}"
             ) from None
         seen[body.name] = index
+        check_geometry(body, scene.objects[index], where)
         values = _finite_fields(body, where, ("x", "y", "yaw", "vx", "vy", "yaw_rate"))
         state[layout.object_pose(index)] = values[:3]
         state[layout.object_twist(index)] = values[3:]

@@ -12,14 +12,14 @@ import yaml
 from nav_msgs.msg import Path
 from parareal_pushing.msg import PredictedTrajectory, SceneState
 from rclpy.parameter import Parameter
-from std_msgs.msg import Float64
+from std_msgs.msg import Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from parapush.estimation.rotations import yaw_about_z
 from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
-from parapush.nodes.visualizer import VisualizerNode
-from parapush.reporting.scene_markers import STALE_COLOUR, TARGET_COLOUR
-from parapush.scene import load_scene
+from parapush.nodes.visualizer import VisualizerNode, marker_to_msg
+from parapush.reporting.scene_markers import STALE_COLOUR, TARGET_COLOUR, scene_markers
+from parapush.scene import SceneSnapshot, load_scene, scene_from_dict
 
 SCENE_DATA = {
     "name": "visualized",
@@ -151,3 +151,19 @@ def test_scene_markers_are_throttled_by_the_state_stamps(ros_context, spinning, 
     time.sleep(0.3)
     stamps = [array.markers[0].header.stamp.sec + 1e-9 * array.markers[0].header.stamp.nanosec for array in arrays]
     assert stamps == pytest.approx([100.0, 100.3, 50.0])
+
+
+def test_a_polygon_becomes_a_triangle_list_marker_in_its_body_frame():
+    scene = scene_from_dict({**SCENE_DATA, "objects": [
+        {"name": "puck", "pose": [0.0, 0.0, 0.0]},
+        {"name": "wedge", "shape": "polygon", "vertices": [[0, 0], [0.05, 0], [0, 0.03]], "pose": [0.1, 0.2, 0.3]}]})
+    state = np.array([spec.pose for spec in scene.objects], dtype=float)
+    snapshot = SceneSnapshot(0.0, scene.object_names, scene.layout.compose(np.array([-0.1, 0.0]), state))
+    wedge = next(m for m in scene_markers(scene, snapshot) if (m.namespace, m.marker_id) == ("objects", 1))
+    marker = marker_to_msg(wedge, Header(frame_id="table"))
+    assert marker.type == Marker.TRIANGLE_LIST and len(marker.points) == len(wedge.points) == 3 * (2 + 2 * 3)
+    assert (marker.scale.x, marker.scale.y, marker.scale.z) == (1.0, 1.0, 1.0)
+    assert (marker.pose.position.x, marker.pose.position.y) == (0.1, 0.2)
+    orientation = marker.pose.orientation
+    assert yaw_about_z(np.array([orientation.x, orientation.y, orientation.z, orientation.w])) == pytest.approx(0.3)
+    assert {(p.x, p.y) for p in marker.points} == {(0.0, 0.0), (0.05, 0.0), (0.0, 0.03)}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from parapush.reporting.run_plot import draw_outline, plot_run
 from parapush.reporting.run_video import frame_times, render_run_video
 from parapush.scene import GoalRegion, ObjectSpec, Scene
 
@@ -74,3 +75,39 @@ def test_frame_times_and_bad_arguments():
         render_run_video(SCENE, times, states, "unused.gif", plans=[states[:3]])
     with pytest.raises(ValueError, match="states"):
         render_run_video(SCENE, times[:-1], states, "unused.gif")
+
+
+def test_draw_outline_draws_each_shape_where_the_body_is(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle, Polygon
+
+    hexagon = [(0.03 * np.cos(k * np.pi / 3), 0.03 * np.sin(k * np.pi / 3)) for k in range(6)]
+    scene = Scene(name="outlines", objects=(
+        ObjectSpec("puck", pose=(-0.2, 0.0, 0.0)),
+        ObjectSpec("crate", shape="box", half_extents=(0.04, 0.02), pose=(-0.1, 0.1, 0.3)),
+        ObjectSpec("oval", shape="ellipse", half_extents=(0.05, 0.02), pose=(0.0, -0.1, 0.7)),
+        ObjectSpec("nut", shape="polygon", vertices=hexagon, pose=(0.1, 0.05, -1.0)),
+    ), target="nut")
+    figure, axes = plt.subplots()
+    try:
+        for spec in scene.objects:
+            patch = draw_outline(axes, spec.outline, spec.pose, facecolor="red")
+            x, y, yaw = spec.pose
+            if spec.shape == "cylinder":
+                assert isinstance(patch, Circle)
+                assert patch.center == pytest.approx((x, y)) and patch.radius == pytest.approx(spec.radius)
+                continue
+            assert isinstance(patch, Polygon)
+            corners = patch.get_xy()[:-1]  # closed: the first point repeated
+            local = (corners - (x, y)) @ np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
+            np.testing.assert_allclose(local, spec.outline.boundary(), atol=1e-12)
+            assert len(corners) == {"box": 4, "ellipse": 64, "polygon": 6}[spec.shape]
+            assert np.all(spec.outline.signed_distance(local) == pytest.approx(0.0, abs=1e-12))
+    finally:
+        plt.close(figure)
+    start = scene.layout.compose(np.array([-0.3, 0.0]), np.array([spec.pose for spec in scene.objects]))
+    states = np.tile(start, (3, 1))
+    assert plot_run(scene, states, tmp_path / "run.png").stat().st_size > 0

@@ -9,6 +9,7 @@ from parapush.reporting.executed_path import ExecutedPath
 from parapush.reporting.run_signals import pusher_speed, replan_time
 from parapush.reporting.scene_markers import (
     OBJECT_COLOUR,
+    OBSTACLE_HEIGHT,
     STALE_COLOUR,
     TARGET_COLOUR,
     MarkerDescription,
@@ -119,3 +120,35 @@ def test_run_signals():
     assert replan_time([10.0, 10.5, 11.0], [11.2, 11.7]) == pytest.approx(0.7)
     with pytest.raises(ValueError, match="previous_plan_stamps"):
         replan_time([10.0], [11.0])
+
+
+def test_ellipses_are_scaled_cylinders_and_polygons_closed_prisms():
+    ell = [(0.0, 0.0), (0.08, 0.0), (0.08, 0.03), (0.03, 0.03), (0.03, 0.08), (0.0, 0.08)]
+    scene = Scene(
+        name="outlines",
+        objects=(ObjectSpec("oval", shape="ellipse", half_extents=(0.06, 0.035), height=0.04, pose=(0.0, 0.0, 0.0)),
+                 ObjectSpec("ell", shape="polygon", vertices=ell, height=0.05, pose=(0.1, 0.2, 0.0))),
+        obstacles=(Obstacle("wedge", shape="polygon", vertices=[(0.0, 0.0), (0.05, 0.0), (0.0, 0.03)],
+                            pose=(-0.2, 0.1, 0.5)),),
+        target="oval",
+    )
+    state = random_state(4)[: scene.layout.dimension]
+    markers = by_key(scene_markers(scene, SceneSnapshot(0.0, scene.object_names, state)))
+    oval, prism = markers[("objects", 0)], markers[("objects", 1)]
+    assert oval.shape == "cylinder" and oval.scale == pytest.approx((0.12, 0.07, 0.04))
+    pose = scene.layout.poses(state)[1]
+    assert prism.shape == "triangle_list" and prism.scale == (1.0, 1.0, 1.0)
+    assert prism.position == pytest.approx((pose[0], pose[1], 0.025)) and prism.yaw == pytest.approx(pose[2])
+    for marker, body, height in ((prism, scene.objects[1], 0.05),
+                                 (markers[("obstacles", 0)], scene.obstacles[0], OBSTACLE_HEIGHT)):
+        triangles = np.array(marker.points).reshape(-1, 3, 3)
+        # body frame: the outline's vertices, z within +-height/2
+        assert np.abs(triangles[..., 2]).max() == pytest.approx(0.5 * height)
+        assert {tuple(point) for point in triangles[..., :2].reshape(-1, 2).round(12)} \
+            == {tuple(vertex) for vertex in np.round(body.vertices, 12)}
+        # closed and facing outwards: the divergence theorem gives its volume, area x height
+        volume = np.einsum("ti,ti->t", triangles[:, 0], np.cross(triangles[:, 1], triangles[:, 2])).sum() / 6.0
+        assert volume == pytest.approx(body.outline.area * height, rel=1e-12)
+    with pytest.raises(ValueError, match="three points per triangle"):
+        MarkerDescription("objects", 0, "triangle_list", (0, 0, 0), 0.0, (1, 1, 1), OBJECT_COLOUR,
+                          ((0, 0, 0), (1, 0, 0)))

@@ -4,7 +4,8 @@ Subscribes ``scene_state`` (the estimator's) and ``planned_trajectory`` (the MPC
 publishes, in the table frame (``frame_id``):
 
 * ``visualization/scene`` (``visualization_msgs/MarkerArray``): the table, the goal region,
-  the obstacles, the objects at their estimated poses (stale ones grey) and the pusher;
+  the obstacles, the objects at their estimated poses (stale ones grey) and the pusher (an
+  ellipse as a CYLINDER scaled to its diameters, a polygon as a TRIANGLE_LIST prism);
 * ``visualization/plan`` (MarkerArray): the chosen plan's target and pusher paths;
 * ``visualization/executed_target_path``, ``visualization/executed_pusher_path``
   (``nav_msgs/Path``): where the target and the pusher have been, thinned;
@@ -54,7 +55,8 @@ PARAMETERS = (
                   minimum=2, maximum=100000),
 )
 
-_SHAPES = {"cube": Marker.CUBE, "cylinder": Marker.CYLINDER, "line_strip": Marker.LINE_STRIP}
+_SHAPES = {"cube": Marker.CUBE, "cylinder": Marker.CYLINDER, "line_strip": Marker.LINE_STRIP,
+           "triangle_list": Marker.TRIANGLE_LIST}
 
 
 def marker_to_msg(description: MarkerDescription, header: Header) -> Marker:

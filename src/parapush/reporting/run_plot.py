@@ -16,17 +16,18 @@ TARGET_COLOUR = "#d62728"
 PUSHER_COLOUR = "#1f3b73"
 
 
-def draw_outline(axes, shape: str, radius: float, half_extents, pose, **style):
-    """Add a cylinder's disc or a box's rectangle at pose (x m, y m, yaw rad) to ``axes``; returns the patch."""
+def draw_outline(axes, outline, pose, **style):
+    """Add ``outline`` (:class:`parapush.scene.outline.Outline`, e.g. a scene body's ``outline``) at
+    pose (x m, y m, yaw rad) to ``axes``: a disc as a Circle, any other outline as the Polygon of
+    its ``boundary()`` (a box's 4 corners, an ellipse's 64 points on the curve, a polygon's
+    vertices). Returns the patch."""
     from matplotlib.patches import Circle, Polygon
 
-    x, y, yaw = pose
-    if shape == "cylinder":
-        return axes.add_patch(Circle((x, y), radius, **style))
-    hx, hy = half_extents
-    corners = np.array([[-hx, -hy], [hx, -hy], [hx, hy], [-hx, hy]])
+    x, y, yaw = (float(value) for value in pose)
+    if outline.kind == "disc":
+        return axes.add_patch(Circle((x, y), outline.radius, **style))
     rotation = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
-    return axes.add_patch(Polygon(corners @ rotation.T + [x, y], closed=True, **style))
+    return axes.add_patch(Polygon(outline.boundary() @ rotation.T + [x, y], closed=True, **style))
 
 
 def object_colour(scene: Scene, index: int):
@@ -51,8 +52,7 @@ def draw_table(axes, scene: Scene) -> None:
         axes.add_patch(Circle(scene.goal.center, scene.goal.radius, facecolor="#b9e4b0", edgecolor="#2f7d32",
                               linewidth=1.5, label="goal region"))
     for obstacle in scene.obstacles:
-        draw_outline(axes, obstacle.shape, obstacle.radius, obstacle.half_extents, obstacle.pose,
-                     facecolor="#555555", edgecolor="black")
+        draw_outline(axes, obstacle.outline, obstacle.pose, facecolor="#555555", edgecolor="black")
     margin = 0.05
     axes.set_xlim(-half_x - margin, half_x + margin)
     axes.set_ylim(-half_y - margin, half_y + margin)
@@ -105,10 +105,8 @@ def plot_run(
         track = track[finite]
         axes.plot(track[:, 0], track[:, 1], "-", color=colour, linewidth=1.5,
                   label=f"{spec.name}{' (target)' if spec.name == scene.target else ''}")
-        draw_outline(axes, spec.shape, spec.radius, spec.half_extents, track[0], facecolor="none",
-                     edgecolor=colour, linestyle=":", linewidth=1.2)
-        draw_outline(axes, spec.shape, spec.radius, spec.half_extents, track[-1], facecolor=colour, alpha=0.35,
-                     edgecolor=colour)
+        draw_outline(axes, spec.outline, track[0], facecolor="none", edgecolor=colour, linestyle=":", linewidth=1.2)
+        draw_outline(axes, spec.outline, track[-1], facecolor=colour, alpha=0.35, edgecolor=colour)
     pusher = states[:, layout.pusher_position]
     pusher = pusher[np.all(np.isfinite(pusher), axis=1)]
     if len(pusher):

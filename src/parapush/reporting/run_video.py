@@ -19,6 +19,7 @@ import numpy as np
 
 from parapush.reporting.run_plot import PUSHER_COLOUR, TARGET_COLOUR, draw_outline, draw_table, object_colour
 from parapush.scene import Scene
+from parapush.scene.outline import Outline
 
 PALETTE_COLOURS = 64
 """Colours of the GIF palette (a top view has few)."""
@@ -122,6 +123,7 @@ def render_run_video(
     axes.legend(loc="upper left", fontsize=7, framealpha=0.8)
     figure.tight_layout()
     poses = layout.poses(states)
+    pusher_outline = Outline.disc(scene.pusher.radius)
     bodies = []
     frames = []
     try:
@@ -130,12 +132,12 @@ def render_run_video(
             for patch in bodies:
                 patch.remove()
             bodies = [
-                draw_outline(axes, spec.shape, spec.radius, spec.half_extents, poses[index, body],
-                             facecolor=object_colour(scene, body), alpha=0.6, edgecolor="black", linewidth=0.8)
+                draw_outline(axes, spec.outline, poses[index, body], facecolor=object_colour(scene, body), alpha=0.6,
+                             edgecolor="black", linewidth=0.8)
                 for body, spec in enumerate(scene.objects)
             ]
-            bodies.append(draw_outline(axes, "cylinder", scene.pusher.radius, None,
-                                       (*states[index, layout.pusher_position], 0.0), facecolor=PUSHER_COLOUR))
+            bodies.append(draw_outline(axes, pusher_outline, (*states[index, layout.pusher_position], 0.0),
+                                       facecolor=PUSHER_COLOUR))
             trail.set_data(poses[: index + 1, target, 0], poses[: index + 1, target, 1])
             plan_index = int(np.searchsorted(plan_times, frame_time, side="right")) - 1
             if plan_index >= 0:

@@ -5,10 +5,19 @@ their (estimated) poses, stale ones greyed, and the pusher; :func:`plan_markers`
 plan's target and pusher paths. The visualizer node turns each :class:`MarkerDescription`
 into a ``visualization_msgs/Marker`` in the table frame (x along the table, y across, z up,
 origin at the centre of the table top; SI units).
+
+Bodies stand on the table top as solids of their height, drawn as RViz and Foxglove draw
+them natively: cylinders as CYLINDER markers, boxes as CUBEs, ellipses as CYLINDERs scaled
+to their two diameters (an elliptic cylinder, exact), and polygons as a TRIANGLE_LIST prism
+(caps from the outline's convex parts, one quad per edge for the walls, in the body's frame
+so that the marker's pose moves it). A solid prism, not a LINE_STRIP outline, so that a
+polygon looks like the other bodies (filled, seen from any side, greyed the same when stale)
+and a non-convex outline's notches show; both viewers draw TRIANGLE_LIST with one colour.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -16,7 +25,7 @@ import numpy as np
 
 from parapush.scene import Scene, SceneSnapshot
 
-MARKER_SHAPES = ("cube", "cylinder", "line_strip")
+MARKER_SHAPES = ("cube", "cylinder", "line_strip", "triangle_list")
 
 TABLE_THICKNESS = 0.02
 """m, drawn below z = 0 (the table top)."""
@@ -57,10 +66,12 @@ class MarkerDescription:
         shape: one of :data:`MARKER_SHAPES`.
         position: (x, y, z) of the marker's centre, m (zero for line strips: their points are absolute).
         yaw: rad, rotation about z.
-        scale: (x, y, z) m: full sizes for cubes, (diameter, diameter, height) for cylinders,
-            (line width, 0, 0) for line strips.
+        scale: (x, y, z) m: full sizes for cubes, (diameter x, diameter y, height) for cylinders,
+            (line width, 0, 0) for line strips, (1, 1, 1) for triangle lists (a factor on their points).
         colour: (red, green, blue, alpha), each in [0, 1].
-        points: ((x, y, z), ...) m, the vertices of a line strip (at least two); empty otherwise.
+        points: ((x, y, z), ...) m, the vertices of a line strip (at least two, absolute) or a
+            triangle list's triangles (three points each, in the marker's frame: relative to
+            ``position``, turned by ``yaw``); empty for the other shapes.
     """
 
     namespace: str
@@ -89,22 +100,54 @@ class MarkerDescription:
             raise ValueError(f"colour: each component must be in [0, 1], got {colour}")
         object.__setattr__(self, "colour", colour)
         points = tuple(_finite_tuple(point, 3, f"points[{index}]") for index, point in enumerate(self.points))
-        if (self.shape == "line_strip") != bool(points) or (points and len(points) < 2):
-            raise ValueError(f"points: a line strip needs at least two points, other shapes none; got {len(points)}")
+        if self.shape == "triangle_list":
+            if not points or len(points) % 3:
+                raise ValueError(f"points: a triangle list needs three points per triangle, got {len(points)}")
+        elif (self.shape == "line_strip") != bool(points) or (points and len(points) < 2):
+            raise ValueError(f"points: a line strip needs at least two points, cubes and cylinders none; "
+                             f"got {len(points)}")
         object.__setattr__(self, "points", points)
 
 
-def _body(namespace: str, marker_id: int, shape: str, radius: float, half_extents, pose, height: float,
-          colour) -> MarkerDescription:
-    """A cylinder or box standing on the table top at pose (x, y, yaw)."""
+@functools.lru_cache(maxsize=64)
+def prism_triangles(outline, height: float) -> tuple[tuple[float, float, float], ...]:
+    """The triangles (three points each, outward-facing counter-clockwise) of ``outline``
+    (:class:`parapush.scene.outline.Outline`) raised into a prism of ``height`` m centred on
+    z = 0, in the body frame: each convex part's caps as fans, one quad per boundary edge.
+    Remembered per (outline, height): the visualizer draws the same bodies at every state."""
+    half = 0.5 * height
+    points: list[tuple[float, float, float]] = []
+    for part in outline.convex_parts():
+        part = np.asarray(part, dtype=float).tolist()
+        (x0, y0) = part[0]
+        for (x1, y1), (x2, y2) in zip(part[1:-1], part[2:], strict=True):
+            points += [(x0, y0, half), (x1, y1, half), (x2, y2, half)]  # top, seen from above
+            points += [(x0, y0, -half), (x2, y2, -half), (x1, y1, -half)]  # bottom, seen from below
+    boundary = np.asarray(outline.boundary(), dtype=float).tolist()
+    for (ax, ay), (bx, by) in zip(boundary, boundary[1:] + boundary[:1], strict=True):
+        points += [(ax, ay, -half), (bx, by, -half), (bx, by, half), (ax, ay, -half), (bx, by, half), (ax, ay, half)]
+    return tuple(points)
+
+
+def _disc(namespace: str, marker_id: int, radius: float, pose, height: float, colour) -> MarkerDescription:
+    """A cylinder of ``radius`` m standing on the table top at pose (x, y, yaw)."""
     x, y, yaw = (float(value) for value in pose)
-    if shape == "cylinder":
-        scale = (2.0 * radius, 2.0 * radius, height)
-        kind = "cylinder"
-    else:
-        scale = (2.0 * half_extents[0], 2.0 * half_extents[1], height)
-        kind = "cube"
-    return MarkerDescription(namespace, marker_id, kind, (x, y, 0.5 * height), yaw, scale, colour)
+    return MarkerDescription(namespace, marker_id, "cylinder", (x, y, 0.5 * height), yaw,
+                             (2.0 * radius, 2.0 * radius, height), colour)
+
+
+def _body(namespace: str, marker_id: int, body, pose, height: float, colour) -> MarkerDescription:
+    """A scene body (an object or an obstacle: its ``shape`` and sizes or ``outline``) standing on
+    the table top at pose (x, y, yaw)."""
+    if body.shape == "cylinder":
+        return _disc(namespace, marker_id, body.radius, pose, height, colour)
+    x, y, yaw = (float(value) for value in pose)
+    if body.shape in ("box", "ellipse"):
+        kind = "cube" if body.shape == "box" else "cylinder"  # a cylinder scaled to the two diameters
+        scale = (2.0 * body.half_extents[0], 2.0 * body.half_extents[1], height)
+        return MarkerDescription(namespace, marker_id, kind, (x, y, 0.5 * height), yaw, scale, colour)
+    return MarkerDescription(namespace, marker_id, "triangle_list", (x, y, 0.5 * height), yaw, (1.0, 1.0, 1.0),
+                             colour, prism_triangles(body.outline, height))
 
 
 def scene_markers(scene: Scene, snapshot: SceneSnapshot) -> tuple[MarkerDescription, ...]:
@@ -131,18 +174,16 @@ def scene_markers(scene: Scene, snapshot: SceneSnapshot) -> tuple[MarkerDescript
         markers.append(MarkerDescription("goal", 0, "cylinder", (*scene.goal.center, 0.5 * GOAL_THICKNESS), 0.0,
                                          (diameter, diameter, GOAL_THICKNESS), GOAL_COLOUR))
     for index, obstacle in enumerate(scene.obstacles):
-        markers.append(_body("obstacles", index, obstacle.shape, obstacle.radius, obstacle.half_extents,
-                             obstacle.pose, OBSTACLE_HEIGHT, OBSTACLE_COLOUR))
+        markers.append(_body("obstacles", index, obstacle, obstacle.pose, OBSTACLE_HEIGHT, OBSTACLE_COLOUR))
     poses = layout.poses(snapshot.state)
     for index, spec in enumerate(scene.objects):
         if not snapshot.object_valid[index]:
             colour = STALE_COLOUR
         else:
             colour = TARGET_COLOUR if spec.name == scene.target else OBJECT_COLOUR
-        markers.append(_body("objects", index, spec.shape, spec.radius, spec.half_extents, poses[index],
-                             spec.height, colour))
+        markers.append(_body("objects", index, spec, poses[index], spec.height, colour))
     pusher = snapshot.state[layout.pusher_position]
-    markers.append(_body("pusher", 0, "cylinder", scene.pusher.radius, None, (*pusher, 0.0), scene.pusher.height,
+    markers.append(_disc("pusher", 0, scene.pusher.radius, (*pusher, 0.0), scene.pusher.height,
                          PUSHER_COLOUR if snapshot.pusher_valid else STALE_COLOUR))
     return tuple(markers)
 

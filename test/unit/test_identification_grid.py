@@ -21,6 +21,7 @@ from parapush.identification.grid_identifier import GridIdentificationSettings, 
 from parapush.identification.grid_model import GridModelSettings, GridSlidingModel
 from parapush.physics.fine import FineModel
 from parapush.scene import ObjectSpec, Pusher, Scene, StateLayout, Table
+from parapush.scene.outline import Outline
 
 PUSHER_RADIUS = 0.0145
 
@@ -50,6 +51,100 @@ def test_outline_distance_and_normal_of_a_union():
     np.testing.assert_allclose(distance.numpy(), [0.04, 0.015, 0.02, math.hypot(0.01, 0.01)], atol=1e-12)
     np.testing.assert_allclose(normal.numpy(), [[-1, 0], [0, 1], [0, -1], [math.sqrt(0.5), math.sqrt(0.5)]],
                                atol=1e-12)
+
+
+HEXAGON = Outline.polygon([(0.0605 * math.cos(k * math.pi / 3), 0.0605 * math.sin(k * math.pi / 3)) for k in range(6)])
+
+
+def test_the_cells_of_a_hexagon_cover_it():
+    spec = ObjectSpec("nut", shape="polygon", vertices=HEXAGON.vertices)
+    grid = CellGrid.from_spec(spec, 0.01)
+    assert np.all(HEXAGON.signed_distance(grid.centers) < 0.0)  # every centre inside
+    # every grid point inside is a cell (reference: all points of a larger grid, tested one by one)
+    points = 0.01 * np.stack(np.meshgrid(np.arange(-10, 11), np.arange(-10, 11), indexing="ij"), -1).reshape(-1, 2)
+    assert grid.count == int(np.sum(HEXAGON.signed_distance(points) < 0.0))
+    perimeter = 6 * 0.0605
+    assert abs(grid.count * 0.01**2 - HEXAGON.area) < 0.5 * perimeter * 0.01  # within half a cell of the outline
+    assert [part.shape for part in grid.parts] == ["polygon"]
+    gaps = np.linalg.norm(grid.centers[grid.neighbours[:, 0]] - grid.centers[grid.neighbours[:, 1]], axis=1)
+    np.testing.assert_allclose(gaps, 0.01)
+    # cylinders and boxes: the cells they had before outlines existed (one part each), from the spec or the outline
+    box = ObjectSpec("crate", shape="box", half_extents=(0.05, 0.03))
+    for spec, part in ((ObjectSpec("can", radius=0.0512), OutlinePart("cylinder", radius=0.0512)),
+                       (box, OutlinePart("box", half_extents=(0.05, 0.03)))):
+        before = CellGrid.from_parts([part], 0.01)
+        for after in (CellGrid.from_spec(spec, 0.01), CellGrid.from_outline(spec.outline, 0.01)):
+            assert after.parts == before.parts
+            np.testing.assert_array_equal(after.centers, before.centers)
+            np.testing.assert_array_equal(after.neighbours, before.neighbours)
+
+
+def test_ellipse_and_non_convex_polygon_cells_and_contact():
+    ellipse = CellGrid.from_spec(ObjectSpec("oval", shape="ellipse", half_extents=(0.06, 0.035)), 0.01)
+    outline = Outline.ellipse(0.06, 0.035)
+    assert np.all(outline.contains(ellipse.centers)) and abs(ellipse.count * 1e-4 - outline.area) < 0.5e-4 * 30
+    ell = Outline.polygon([(0, 0), (0.08, 0), (0.08, 0.03), (0.03, 0.03), (0.03, 0.08), (0, 0.08)])
+    grid = CellGrid.from_outline(ell, 0.01)
+    assert len(grid.parts) == 2 and set(grid.part_of_cells().tolist()) == {0, 1}
+    model = GridSlidingModel(grid, PUSHER_RADIUS)
+    points = np.random.default_rng(0).uniform(-0.05, 0.13, (500, 2))
+    distance, normal = model.outline_distance(torch.tensor(points))
+    exact = ell.signed_distance(points)
+    outside = exact > 0.0  # outside a union of parts: the union's distance
+    np.testing.assert_allclose(distance.numpy()[outside], exact[outside], atol=1e-12)
+    assert np.all(distance.numpy()[~outside] <= 0.0)
+    step = 1e-7  # the normal is the distance's gradient
+    gradient = np.stack([(ell.signed_distance(points + offset) - ell.signed_distance(points - offset)) / (2 * step)
+                         for offset in np.eye(2) * step], -1)
+    clear = exact > 1e-3
+    np.testing.assert_allclose(normal.numpy()[clear], gradient[clear], atol=1e-6)
+    with pytest.raises(ValueError, match="vertices: the polygon must be convex"):
+        OutlinePart("polygon", vertices=ell.vertices)
+    with pytest.raises(ValueError, match="vertices: only a polygon"):
+        OutlinePart("box", vertices=((0, 0), (1, 0), (0, 1)))
+
+
+def test_patches_of_a_non_convex_polygon_lie_inside_it():
+    """A heavy U on a block: the region's bounding box spans the U's gap (its corners all inside), so the
+    patch is shrunk until no vertex of the outline lies in it, and the scene takes it."""
+    vertices = [(-0.03, -0.15), (0.12, -0.15), (0.12, 0.09), (0.06, 0.09), (0.06, 0.03), (0.03, 0.03),
+                (0.03, 0.09), (-0.03, 0.09)]
+    spec = ObjectSpec("cup", shape="polygon", vertices=vertices, mass=0.5)
+    grid = CellGrid.from_spec(spec, 0.01)
+    heavy = grid.centers[:, 1] > 0.0
+    mass = np.where(heavy, 3.0, 1.0) * 0.5 / np.where(heavy, 3.0, 1.0).sum()
+    _, patches = grid.patches(mass, np.full(grid.count, 0.5))
+    assert patches and patches[0].mass > 0.0
+    for patch in patches:  # the whole box inside, not only its corners (reference: a dense sampling of it)
+        steps = np.linspace(-1.0, 1.0, 41)
+        points = np.array(patch.center) + np.stack(np.meshgrid(steps, steps), -1).reshape(-1, 2) * patch.half_extents
+        assert np.all(spec.outline.contains(points, tolerance=1e-9))
+    ObjectSpec("cup", shape="polygon", vertices=vertices, mass=0.5 + sum(patch.mass for patch in patches),
+               patches=patches)  # raises SceneError when a patch leaves the outline
+
+
+def test_gradients_match_finite_differences_at_a_polygon_face():
+    small = Outline.polygon([(0.03 * math.cos(k * math.pi / 3), 0.03 * math.sin(k * math.pi / 3)) for k in range(6)])
+    grid = CellGrid.from_outline(small, 0.015)
+    model = GridSlidingModel(grid, PUSHER_RADIUS, GridModelSettings(solver_iterations=30))
+    # touching the hexagon's -x-ish face (apothem 0.026 m) and its vertex (-0.03, 0)
+    apothem = 0.03 * math.cos(math.pi / 6)
+    face = np.array([-math.cos(math.pi / 6), math.sin(math.pi / 6)])
+    pushers = np.array([(apothem + PUSHER_RADIUS) * face, [-0.03 - PUSHER_RADIUS, 0.001]])
+
+    def final_poses(mass, friction, pusher_friction):
+        poses, _ = model.rollout(np.zeros((2, 3)), np.zeros((2, 3)), pushers,
+                                 np.array([[[0.05, -0.01], [0.04, 0.0]]] * 2), [0.1, 0.1], mass, friction,
+                                 pusher_friction)
+        return poses[:, 1:]
+
+    rng = np.random.default_rng(0)
+    arguments = (torch.tensor(grid.uniform(0.5) * rng.uniform(0.5, 1.5, grid.count), requires_grad=True),
+                 torch.tensor(rng.uniform(0.4, 0.8, grid.count), requires_grad=True),
+                 torch.tensor(0.3, dtype=torch.float64, requires_grad=True))
+    moved = final_poses(*arguments).detach().numpy()
+    assert np.all(np.linalg.norm(moved[:, -1, :2], axis=1) > 0.003)  # both pushes move it
+    assert torch.autograd.gradcheck(final_poses, arguments, eps=1e-6, atol=1e-7, rtol=1e-3)
 
 
 # -- the model ------------------------------------------------------------------------------------
@@ -172,6 +267,27 @@ def test_a_heavy_high_friction_end_is_found_from_pushes():
     before = identifier.add_errors(held_out, grid.uniform(0.5), np.full(grid.count, 0.5), 0.3).mean()
     after = identifier.add_errors(held_out, result.cell_mass, result.cell_friction, result.pusher_friction).mean()
     assert float(after) < 0.5 * float(before)
+
+
+def test_a_hexagon_s_heavy_side_is_found_from_a_few_pushes():
+    """The smoke test of identification over a polygon: pushes simulated with known cells (one heavy,
+    high-friction side), a few iterations from the uniform nominal."""
+    grid = CellGrid.from_outline(HEXAGON, 0.02)
+    model = GridSlidingModel(grid, PUSHER_RADIUS)
+    heavy = grid.centers[:, 1] > 0.01
+    mass = np.where(heavy, 3.0, 1.0)
+    mass *= 0.5 / mass.sum()
+    friction = np.where(heavy, 0.75, 0.5)
+    training = simulated_pushes(model, mass, friction, 0.3, 4, seed=7)
+    identifier = GridIdentifier(grid, PUSHER_RADIUS, ObjectParameters(mass=0.5, support_friction=0.5,
+                                                                      pusher_friction=0.3))
+    result = identifier.identify(training, GridIdentificationSettings(cell_size=0.02, iterations=12))
+    weight = result.friction_weight
+    print(f"hexagon, {grid.count} cells: friction weight heavy side {weight[heavy].mean():.4f} vs rest "
+          f"{weight[~heavy].mean():.4f}; ADD {result.initial_error * 1000:.2f} -> {result.error * 1000:.2f} mm "
+          f"in {result.seconds:.1f} s")
+    assert result.error < 0.5 * result.initial_error
+    assert weight[heavy].mean() > 2.0 * weight[~heavy].mean()  # true: 4.5 times
 
 
 def test_records_are_checked():

@@ -1,5 +1,9 @@
 """Differentiable planar sliding of a cell-grid object pushed by a cylinder (torch).
 
+The object's outline (what the pusher touches) is its :class:`~parapush.identification.cell_grid.CellGrid`'s
+parts: discs, axis-aligned boxes and convex polygons (a scene polygon's or ellipse's convex parts),
+their union's signed distance and outward normal differentiable in the pusher's body-frame position.
+
 The paper (shared/papers/differentiable-physics-sliding-unknown-objects.txt, Fig. 2) writes
 each time step of the pushed object's motion as an LCP: the cells' mass matrix, rigid
 adjacency constraints that make the cells move as one body, Coulomb friction of every cell
@@ -126,6 +130,20 @@ class GridSlidingModel:
         boxes = [(*part.center, *part.half_extents) for part in grid.parts if part.shape == "box"]
         self._circles = torch.tensor(circles, dtype=dtype).reshape(-1, 3)
         self._boxes = torch.tensor(boxes, dtype=dtype).reshape(-1, 4)
+        # Convex polygons as (P, E, 2) edge starts, edge vectors and outward unit normals, body frame;
+        # a part with fewer than E edges repeats its first (a repeated edge changes no minimum or maximum).
+        polygons = [np.array(part.center) + np.array(part.vertices) for part in grid.parts if part.shape == "polygon"]
+        edges = max((len(polygon) for polygon in polygons), default=0)
+        starts = np.array([np.concatenate([polygon, np.repeat(polygon[:1], edges - len(polygon), axis=0)])
+                           for polygon in polygons]).reshape(len(polygons), edges, 2)
+        ends = np.array([np.concatenate([np.roll(polygon, -1, axis=0),
+                                         np.repeat(polygon[1:2], edges - len(polygon), axis=0)])
+                         for polygon in polygons]).reshape(len(polygons), edges, 2)
+        self._edge_starts = torch.tensor(starts, dtype=dtype)
+        self._edge_vectors = torch.tensor(ends - starts, dtype=dtype)
+        lengths = torch.linalg.vector_norm(self._edge_vectors, dim=-1, keepdim=True)
+        self._edge_normals = torch.stack([self._edge_vectors[..., 1], -self._edge_vectors[..., 0]], -1) / lengths
+        self._edge_lengths2 = lengths[..., 0] ** 2
 
     # -- geometry ---------------------------------------------------------------------------
     def outline_distance(self, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -146,6 +164,20 @@ class GridSlidingModel:
             inside_axis = torch.nn.functional.one_hot(excess.argmax(dim=-1), 2).to(points.dtype)
             normals.append(torch.where((length > 0.0)[..., None], outside / length.clamp_min(1e-12)[..., None],
                                        inside_axis) * sign)
+        if self._edge_starts.shape[0]:
+            # Outside a convex polygon: the distance to the nearest point of its edges, the normal from
+            # there to the point; inside: the nearest edge line's (the largest of the edges' plane distances).
+            relative = points[:, None, None, :] - self._edge_starts[None]  # (B, P, E, 2)
+            along = ((relative * self._edge_vectors).sum(-1) / self._edge_lengths2).clamp(0.0, 1.0)
+            away = relative - along[..., None] * self._edge_vectors
+            length = torch.linalg.vector_norm(away, dim=-1)  # (B, P, E)
+            nearest_length, nearest_edge = length.min(dim=-1)  # (B, P)
+            plane, plane_edge = (relative * self._edge_normals[None]).sum(-1).max(dim=-1)
+            outside = plane > 0.0
+            distances.append(torch.where(outside, nearest_length, plane))
+            away = torch.gather(away, 2, nearest_edge[..., None, None].expand(-1, -1, 1, 2))[:, :, 0]
+            inward = self._edge_normals[torch.arange(self._edge_normals.shape[0])[None], plane_edge]  # (B, P, 2)
+            normals.append(torch.where(outside[..., None], away / nearest_length.clamp_min(1e-12)[..., None], inward))
         distance, normal = torch.cat(distances, dim=1), torch.cat(normals, dim=1)
         nearest = distance.argmin(dim=1)
         rows = torch.arange(points.shape[0])

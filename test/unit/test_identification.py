@@ -20,7 +20,7 @@ from parapush.identification import (
 )
 from parapush.physics.backends import ThreadBackend
 from parapush.physics.fine import FineModel
-from parapush.scene import load_scene
+from parapush.scene import load_scene, scene_from_dict
 
 TRUTH = ObjectParameters(mass=0.8, support_friction=0.7, pusher_friction=0.45, com_offset=(0.01, -0.008))
 SLIDER = (0.1, 0.2)  # isrr_obstacle.yaml's slider, far from its obstacle
@@ -125,6 +125,28 @@ def test_a_variant_changes_its_copy_only(fine_model):
     assert sorted(set(variant.pair_friction[:, 0]) - set(pairs_before[:, 0])) == [0.45, 0.7]
     assert fine_model.mj_model.body_mass[body] == mass_before
     assert np.array_equal(fine_model.mj_model.pair_friction, pairs_before)
+
+
+def test_a_non_convex_polygon_s_variant_sets_every_part_s_friction():
+    """An L-shaped polygon is two convex geoms in the fine model, each with its table and pusher pairs."""
+    scene = scene_from_dict({"name": "ell", "objects": [{
+        "name": "ell", "shape": "polygon", "mass": 0.3,
+        "vertices": [[0, 0], [0.08, 0], [0.08, 0.03], [0.03, 0.03], [0.03, 0.08], [0, 0.08]]}]})
+    variants = ObjectModelVariants(FineModel(scene), 0)
+    model = variants.fine_model.mj_model
+    names = {(model.geom(int(first)).name, model.geom(int(second)).name)
+             for first, second in zip(model.pair_geom1, model.pair_geom2, strict=True)}
+    assert {("table", "object0_support_part1"), ("pusher_collider", "object0_collider_part1")} <= names
+    wanted = ObjectParameters(mass=0.4, support_friction=0.77, pusher_friction=0.22)
+    variant = variants.make(wanted)
+    for first, second, friction in zip(variant.pair_geom1, variant.pair_geom2, variant.pair_friction[:, 0],
+                                       strict=True):
+        pair = (variant.geom(int(first)).name, variant.geom(int(second)).name)
+        if pair[0] == "table":
+            assert friction == 0.77, pair
+        elif pair[0] == "pusher_collider":
+            assert friction == 0.22, pair
+    assert variants.current(variant) == wanted
 
 
 def test_per_row_models_are_checked(fine_model):

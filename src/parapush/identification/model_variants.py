@@ -4,7 +4,8 @@ A copy has the same sizes as the fine model's, so a batch of them runs in one
 ``mujoco.rollout`` call (one model per row: :meth:`parapush.physics.backends.ThreadBackend.propagate`
 with ``models=``), which is how identification evaluates a whole population of hypotheses
 at once. Only runtime fields are changed (``body_mass``, ``body_inertia``, ``body_ipos``,
-``pair_friction``), which MuJoCo reads at every step. An object built with patches
+``pair_friction``: every support and pusher pair of the object's geoms, several for a
+non-convex polygon), which MuJoCo reads at every step. An object built with patches
 (:class:`~parapush.scene.ObjectPatch` geoms) keeps them: parameters with the same patches
 (same regions and masses) change only the frictions; parameters with other patches need a
 model built for them (:meth:`ObjectModelVariants.matches`).
@@ -20,7 +21,7 @@ import numpy as np
 
 from parapush.identification.parameters import ObjectParameters
 from parapush.physics.fine import FineModel
-from parapush.physics.mjcf import object_body_name
+from parapush.physics.mjcf import object_body_name, object_geom_names
 
 
 def patch_layout(patches) -> np.ndarray:
@@ -51,8 +52,12 @@ class ObjectModelVariants:
         self._com_height = float(model.body_ipos[self._body][2])
         # Inertia per kg: unchanged by apply(), so a model already changed gives the same variants.
         self._inertia_per_kg = model.body_inertia[self._body] / model.body_mass[self._body]
-        self._support_pair = self._pair(model, "table", f"{name}_support")
-        self._pusher_pair = self._pair(model, "pusher_collider", f"{name}_collider")
+        # A non-convex polygon is several geoms, each with its own pairs: all take the same friction.
+        spec = fine_model.scene.objects[object_index]
+        self._support_pairs = [self._pair(model, "table", geom)
+                               for geom in object_geom_names(object_index, spec, "support")]
+        self._pusher_pairs = [self._pair(model, "pusher_collider", geom)
+                              for geom in object_geom_names(object_index, spec, "collider")]
         self._patches = fine_model.scene.objects[object_index].patches
         self._patch_pairs = [self._pair(model, "table", f"{name}_patch{number}")
                              for number in range(len(self._patches))]
@@ -99,8 +104,8 @@ class ObjectModelVariants:
             model.body_mass[body] = parameters.mass
             model.body_inertia[body] = self._inertia_per_kg * parameters.mass
             model.body_ipos[body] = (*parameters.com_offset, self._com_height)
-        model.pair_friction[self._support_pair, :2] = parameters.support_friction
-        model.pair_friction[self._pusher_pair, :2] = parameters.pusher_friction
+        model.pair_friction[self._support_pairs, :2] = parameters.support_friction
+        model.pair_friction[self._pusher_pairs, :2] = parameters.pusher_friction
 
     def current(self, model: mujoco.MjModel | None = None) -> ObjectParameters:
         """The object's parameters in ``model`` (default: the fine model's)."""
@@ -110,8 +115,8 @@ class ObjectModelVariants:
                         for patch, pair in zip(self._patches, self._patch_pairs, strict=True))
         return ObjectParameters(
             mass=float(model.body_mass[body]),
-            support_friction=float(model.pair_friction[self._support_pair, 0]),
-            pusher_friction=float(model.pair_friction[self._pusher_pair, 0]),
+            support_friction=float(model.pair_friction[self._support_pairs[0], 0]),
+            pusher_friction=float(model.pair_friction[self._pusher_pairs[0], 0]),
             com_offset=(0.0, 0.0) if patches else (float(model.body_ipos[body][0]), float(model.body_ipos[body][1])),
             patches=patches,
         )

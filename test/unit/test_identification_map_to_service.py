@@ -230,3 +230,57 @@ def test_predictions_running_while_patches_are_applied_answer_from_one_model_or_
     assert answers
     for answer in answers:
         assert np.array_equal(answer, nominal) or np.allclose(answer, record.states, atol=1e-9)
+
+
+# -- any outline: a hexagon ---------------------------------------------------------------------
+HEXAGON = [[0.0605 * math.cos(k * math.pi / 3), 0.0605 * math.sin(k * math.pi / 3)] for k in range(6)]
+NUT_HEAD = ObjectPatch(center=(0.025, 0.0), half_extents=(0.02, 0.02), mass=0.4, friction=1.0)
+
+
+def nut_scene(patches=(NUT_HEAD,)):
+    """A hexagonal plate (the fine model's mesh prism) with (the truth) or without a heavy, high-friction side."""
+    return scene_from_dict({
+        "name": "nut", "table": {"length": 0.8, "width": 1.0, "friction": 0.4},
+        "pusher": {"radius": 0.0145, "friction": 0.45, "position": [-0.2, 0.0]},
+        "objects": [{"name": "nut", "shape": "polygon", "vertices": HEXAGON, "mass": 0.8, "friction": 0.4,
+                     "pose": [0.0, 0.0, 0.0], "patches": [dataclasses.asdict(patch) for patch in patches]}],
+    })
+
+
+def hexagon_pushes(model: FineModel, count: int, seed: int) -> list[PushRecord]:
+    """Pushes against a random face of the hexagon, near its inward normal, at 4-6 cm/s."""
+    rng = np.random.default_rng(seed)
+    apothem, radius = 0.0605 * math.cos(math.pi / 6), model.scene.pusher.radius
+    records = []
+    for _ in range(count):
+        angle = (int(rng.integers(6)) + 0.5) * math.pi / 3
+        normal = np.array([math.cos(angle), math.sin(angle)])
+        point = (apothem + radius + 0.002) * normal + rng.uniform(-0.015, 0.015) * np.array([-normal[1], normal[0]])
+        states = [model.layout.compose(point[None], np.zeros((1, 1, 3)))[0]]
+        turn = rng.uniform(-0.2, 0.2)
+        control = rng.uniform(0.04, 0.06) * np.array([[math.cos(turn), -math.sin(turn)],
+                                                      [math.sin(turn), math.cos(turn)]]) @ -normal
+        controls = np.tile(control, (CONTROLS, 1))
+        for control in controls:
+            states.append(model.propagate(states[-1][None], control[None], np.array([DURATION]))[0])
+        records.append(PushRecord(np.array(states), controls, np.full(CONTROLS, DURATION)))
+    return records
+
+
+def test_a_hexagon_s_identified_map_is_rendered_as_patches_inside_it():
+    """Issue 27's any outline, end to end: a polygon's cells fitted to fine-model pushes (the hexagon
+    a mesh prism), the map read off as patches inside the hexagon, the fine model rebuilt for them."""
+    training = hexagon_pushes(FineModel(nut_scene(), PHYSICS), 4, seed=1)
+    nominal = nut_scene(())
+    identifier = GridIdentifier.for_scene(nominal, 0)
+    result = identifier.identify(training, GridIdentificationSettings(iterations=10))
+    rendering = render_map(identifier, result, training, nominal, PHYSICS, contrasts=(1.5,))
+    print(f"hexagon: ADD {result.initial_error * 1000:.2f} -> {result.error * 1000:.2f} mm; rendered training "
+          f"errors {({key: round(value * 1000, 2) for key, value in rendering.errors.items()})} mm")
+    # Measured: ADD 7.56 -> 1.18 mm; training error 9.6 mm (uniform summary) -> 7.6 mm (patches)
+    assert result.error < 0.5 * result.initial_error
+    assert rendering.contrast == 1.5 and rendering.errors[1.5] < rendering.errors[None]
+    outline = nominal.objects[0].outline
+    steps = np.stack(np.meshgrid(np.linspace(-1, 1, 21), np.linspace(-1, 1, 21)), -1).reshape(-1, 2)
+    for patch in rendering.parameters.patches:  # built by the fine model, and wholly inside the hexagon
+        assert np.all(outline.contains(np.array(patch.center) + steps * patch.half_extents, tolerance=1e-9))

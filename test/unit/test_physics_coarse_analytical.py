@@ -165,3 +165,45 @@ def test_batch_rows_are_independent_and_nan_rows_stay_nan():
     for row in (0, 1, 2, 4, 5):
         np.testing.assert_array_equal(batch[row], model.propagate(states[row:row + 1], controls[row:row + 1],
                                                                   durations[row:row + 1])[0])
+
+
+# -- polygons and ellipses -------------------------------------------------------------------
+HEX_R = 0.06
+HEXAGON = {"shape": "polygon", "pose": [0.0, 0.0, 0.0],  # flat edges facing +-x, at the apothem
+           "vertices": [[HEX_R * math.cos(a), HEX_R * math.sin(a)] for a in math.pi / 6 + math.pi / 3 * np.arange(6)]}
+APOTHEM = HEX_R * math.cos(math.pi / 6)
+
+
+def test_a_path_entering_a_hexagons_edge_gives_the_entry_fraction_and_a_straight_push():
+    model = AnalyticalCoarseModel(scene_with(HEXAGON))
+    start = -APOTHEM - 0.0145 - 0.02  # 2 cm before touching the flat -x edge
+    out, layout = push(model, (start, 0.0), [[0.0, 0.0, 0.0]], (0.08, 0.0), duration=0.5)  # 4 cm path
+    states = layout.compose(np.array([[start, 0.0]]), np.zeros((1, 1, 3)), None, None)
+    fraction = model.contact_fractions(states, np.array([[0.08, 0.0]]), np.array([0.5]))
+    assert fraction[0, 0] == pytest.approx(0.5)
+    np.testing.assert_allclose(out[layout.object_pose(0)], [0.02, 0.0, 0.0], atol=1e-9)  # through the centre
+
+
+def test_a_path_entering_a_hexagon_at_a_vertex_enters_its_rounded_corner():
+    model = AnalyticalCoarseModel(scene_with(dict(HEXAGON, pose=[0.0, 0.0, math.pi / 6])))  # vertex at -x
+    offset = 0.005  # in the vertex's normal cone: the pusher's disc meets the vertex itself
+    start = -0.1
+    states = model.layout.compose(np.array([[start, offset]]), np.array([[[0.0, 0.0, math.pi / 6]]]), None, None)
+    fraction = model.contact_fractions(states, np.array([[0.1, 0.0]]), np.array([1.0]))
+    touch = -HEX_R - math.sqrt(0.0145**2 - offset**2)  # pusher centre 0.0145 from the vertex
+    assert fraction[0, 0] == pytest.approx(1.0 - (touch - start) / 0.1, rel=1e-9)
+    out, layout = push(model, (start, offset), [[0.0, 0.0, math.pi / 6]], (0.1, 0.0))
+    # the contact point is the vertex, on the centre line: Eq 6 gives no turn
+    assert out[layout.object_pose(0)][2] == pytest.approx(math.pi / 6, abs=1e-12)
+    # further off the line the pusher meets the upper edge, above the centre: clockwise
+    out, layout = push(model, (start, 0.012), [[0.0, 0.0, math.pi / 6]], (0.1, 0.0))
+    assert out[layout.object_pose(0)][2] < math.pi / 6 - 1e-3
+
+
+def test_an_ellipse_is_pushed_from_its_48_gon():
+    ellipse = {"shape": "ellipse", "half_extents": [0.05, 0.08], "pose": [0.0, 0.0, 0.0]}
+    model = AnalyticalCoarseModel(scene_with(ellipse))
+    edge = 0.05 * math.cos(math.pi / 48)  # the flat edge facing -x
+    states = model.layout.compose(np.array([[-0.1, 0.0]]), np.zeros((1, 1, 3)), None, None)
+    fraction = model.contact_fractions(states, np.array([[0.1, 0.0]]), np.array([1.0]))
+    assert fraction[0, 0] == pytest.approx(1.0 - (0.1 - edge - 0.0145) / 0.1, rel=1e-9)

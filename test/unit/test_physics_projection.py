@@ -158,3 +158,68 @@ def test_rejects_bad_arguments():
         projector.project(np.zeros((2, 7)))
     with pytest.raises(ValueError, match="passes"):
         FeasibilityProjector(projector.scene, passes=0)
+
+
+# -- polygons --------------------------------------------------------------------------------
+HEX_R = 0.06
+HEXAGON = {"shape": "polygon",
+           "vertices": [[HEX_R * math.cos(a), HEX_R * math.sin(a)] for a in math.pi / 6 + math.pi / 3 * np.arange(6)]}
+APOTHEM = HEX_R * math.cos(math.pi / 6)
+
+
+def test_two_overlapping_hexagons_are_separated_by_half_the_depth_each():
+    projector = projector_for(HEXAGON, HEXAGON)
+    overlap = 0.004
+    before = make_state(projector, (0.0, 0.5), [(0.0, 0.0, 0.0), (2 * APOTHEM - overlap, 0.001, 0.0)])
+    assert projector.penetration(before)[0] == pytest.approx(overlap)
+    after = projector.project(before)
+    assert projector.penetration(after)[0] <= 0.0
+    poses = projector.layout.poses(after)[0]
+    np.testing.assert_allclose(poses[:, 0], [-overlap / 2, 2 * APOTHEM - overlap / 2], atol=1e-6)
+    np.testing.assert_allclose(poses[:, 1:], [[0.0, 0.0], [0.001, 0.0]], atol=1e-12)
+
+
+def test_overlapping_rotated_hexagons_and_a_non_convex_outline_end_separated():
+    l_shape = {"shape": "polygon", "vertices": [[0, 0], [0.08, 0], [0.08, 0.03], [0.03, 0.03], [0.03, 0.09],
+                                                [0, 0.09]]}
+    projector = projector_for(HEXAGON, dict(HEXAGON), l_shape, obstacles=[dict(HEXAGON, pose=[0.3, 0.0, 0.2])])
+    rng = np.random.default_rng(5)
+    poses = rng.uniform([-0.05, -0.05, -math.pi], [0.05, 0.05, math.pi], (3, 3))
+    poses[2, :2] += [0.05, 0.0]
+    states = np.concatenate([make_state(projector, (0.5, 0.5), poses) for _ in range(1)])
+    assert projector.penetration(states)[0] > 0.01
+    after = FeasibilityProjector(projector.scene, passes=50, clearance=CLEARANCE).project(states)
+    assert projector.penetration(after)[0] <= 1e-9
+
+
+def test_a_pusher_inside_a_hexagons_edge_moves_it_along_the_edge_normal():
+    projector = projector_for(HEXAGON)
+    depth = 0.003
+    before = make_state(projector, (-APOTHEM - 0.0145 + depth, 0.01), [(0.0, 0.0, 0.0)])
+    after = projector.project(before)
+    np.testing.assert_allclose(projector.layout.poses(after)[0, 0], [depth + CLEARANCE, 0.0, 0.0], atol=1e-9)
+
+
+def test_clearances_to_polygon_obstacles_are_exact():
+    from parapush.physics.planar_geometry import (
+        disc_obstacle_clearance,
+        object_obstacle_clearance,
+        segment_obstacle_clearance,
+    )
+    from parapush.scene import ObjectSpec, Obstacle
+
+    obstacle = Obstacle("hex", shape="polygon", vertices=HEXAGON["vertices"], pose=(0.0, 0.0, 0.0))
+    assert disc_obstacle_clearance(np.array([APOTHEM + 0.05, 0.0]), 0.01, obstacle) == pytest.approx(0.04)
+    crossing = segment_obstacle_clearance(np.array([[-0.2, 0.0]]), np.array([[0.2, 0.0]]), 0.01, obstacle)
+    assert crossing[0] == pytest.approx(-0.01)
+    hexagon = ObjectSpec("h", shape="polygon", vertices=HEXAGON["vertices"])
+    gap = object_obstacle_clearance(hexagon, np.array([2 * APOTHEM + 0.02, 0.0, 0.0]), obstacle)
+    assert gap == pytest.approx(0.02)
+    assert object_obstacle_clearance(hexagon, np.array([2 * APOTHEM - 0.01, 0.0, 0.0]), obstacle) == 0.0
+    ellipse = ObjectSpec("e", shape="ellipse", half_extents=(0.05, 0.08))
+    edge = 0.05 * math.cos(math.pi / 48)  # the 48-gon's flat edge
+    gap = object_obstacle_clearance(ellipse, np.array([APOTHEM + edge + 0.03, 0.0, 0.0]), obstacle)
+    assert gap == pytest.approx(0.03)
+    cylinder_obstacle = Obstacle("post", radius=0.02, pose=(0.0, 0.0, 0.0))
+    assert object_obstacle_clearance(hexagon, np.array([APOTHEM + 0.03, 0.0, 0.0]), cylinder_obstacle) == \
+        pytest.approx(0.01)

@@ -32,6 +32,16 @@ approximates chain pushes by minimum translations. Every object hit head-on ends
 the final pusher, so objects lined up exactly behind each other end up at the same place
 before the projection, which then separates them along an arbitrary direction: one more
 reason why this model is poor for chains.
+
+``rotation="limit_surface"`` replaces Eq 5-7's motion of a pushed object (same entry, same
+p_c, same pusher, same multi-object handling and projection) by quasi-static pushing with an
+ellipsoidal limit surface of a uniform pressure over the object's outline
+(:mod:`parapush.physics.limit_surface`): from the pusher's entry on, the object's centroid
+moves and the object turns about it with the motion cone's sticking or sliding twist for the
+scene's pusher friction, in substeps of at most ``substep_travel`` of pusher travel that
+follow the contact point and normal as the object turns; its twist becomes the last
+substep's pose rate (0 where the pusher has slid off). ``rotation_gain`` and
+``angular_speed_limit`` apply to ``"isrr"`` only.
 """
 
 from __future__ import annotations
@@ -40,11 +50,15 @@ import math
 
 import numpy as np
 
+from parapush.physics.limit_surface import SUBSTEP_TRAVEL, push_outline
 from parapush.physics.planar_geometry import closest_point_on_outline, cross, segment_outline_entry
 from parapush.physics.projection import FeasibilityProjector
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene, StateLayout
 from parapush.validation import check_non_negative, check_positive
+
+ROTATIONS = ("isrr", "limit_surface")
+"""How :class:`AnalyticalCoarseModel` moves a pushed object (its ``rotation`` argument)."""
 
 
 class AnalyticalCoarseModel:
@@ -57,6 +71,10 @@ class AnalyticalCoarseModel:
         resolve_overlaps: project the result with a
             :class:`~parapush.physics.projection.FeasibilityProjector` so that pushed objects
             do not end inside each other, obstacles or the pusher.
+        rotation: how a pushed object moves: ``"isrr"`` (Eq 5-7: at the pusher's velocity,
+            turning with K_omega) or ``"limit_surface"`` (quasi-static pushing, see the module
+            docstring).
+        substep_travel: ``"limit_surface"``: the largest pusher travel per substep, m (> 0).
 
     Attributes:
         layout: the scene's state layout.
@@ -64,17 +82,22 @@ class AnalyticalCoarseModel:
 
     def __init__(
         self, scene: Scene, *, rotation_gain: float = 0.1, angular_speed_limit: float = math.inf,
-        resolve_overlaps: bool = True,
+        resolve_overlaps: bool = True, rotation: str = "isrr", substep_travel: float = SUBSTEP_TRAVEL,
     ) -> None:
         if not isinstance(scene, Scene):
             raise TypeError(f"scene: expected a parapush.scene.Scene, got {type(scene).__name__}")
         check_non_negative("rotation_gain", rotation_gain)
         if angular_speed_limit != math.inf:  # inf: no limit
             check_positive("angular_speed_limit", angular_speed_limit)
+        if rotation not in ROTATIONS:
+            raise ValueError(f"rotation: expected one of {ROTATIONS}, got {rotation!r}")
+        check_positive("substep_travel", substep_travel)
         self.scene = scene
         self.layout: StateLayout = scene.layout
         self.rotation_gain = float(rotation_gain)
         self.angular_speed_limit = float(angular_speed_limit)
+        self.rotation = rotation
+        self.substep_travel = float(substep_travel)
         self.projector = FeasibilityProjector(scene) if resolve_overlaps else None
 
     def contact_fractions(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
@@ -115,6 +138,11 @@ class AnalyticalCoarseModel:
                 continue
             centres = poses[:, index, :2]
             touch = pusher + np.where(hit, entries[:, index], 0.0)[:, None] * moves  # pusher centre at contact
+            if self.rotation == "limit_surface":
+                new_poses[hit, index], new_twists[hit, index] = push_outline(
+                    touch[hit], controls[hit], fraction[hit] * durations[hit], poses[hit, index], spec.outline,
+                    self.scene.pusher.radius, self.scene.pusher.friction, substep_travel=self.substep_travel)
+                continue
             if spec.shape == "cylinder":
                 towards_centre = centres - touch
                 distance = np.linalg.norm(towards_centre, axis=-1, keepdims=True)

@@ -53,7 +53,8 @@ def configurations() -> list[tuple[str, FineSettings]]:
     # roll and pitch (FineSettings.object_tilt), with the default and the exact pusher collider: what
     # the physically shared weight costs and how far it moves predictions (as the pyramidal rows do)
     for collider in ("cylinder", "capsule"):
-        configs.append((f"euler+{collider}+tilt", FineSettings(pusher_collider=collider, object_tilt=True)))
+        configs.append((f"euler+{collider}+tilt",
+                        FineSettings(pusher_collider=collider, support="collider", object_tilt=True)))
     return configs
 
 

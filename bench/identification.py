@@ -261,7 +261,8 @@ def main() -> int:
     grid_settings = GridIdentificationSettings(iterations=20 if args.quick else 40)
     world_physics = load_driver_settings(config_dir() / "sim_world.yaml").world.physics
     if args.world == "exact":
-        world_physics = dataclasses.replace(world_physics, object_tilt=True, pusher_collider="capsule")
+        world_physics = dataclasses.replace(world_physics, support="collider", object_tilt=True,
+                                            pusher_collider="capsule")
     summary, details, maps = [], {}, {}
     for name in args.objects:
         true = TRUE_OBJECTS[name]

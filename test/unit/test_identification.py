@@ -20,6 +20,7 @@ from parapush.identification import (
 )
 from parapush.physics.backends import ThreadBackend
 from parapush.physics.fine import FineModel
+from parapush.physics.fine_settings import FineSettings
 from parapush.scene import load_scene, scene_from_dict
 
 TRUTH = ObjectParameters(mass=0.8, support_friction=0.7, pusher_friction=0.45, com_offset=(0.01, -0.008))
@@ -132,7 +133,7 @@ def test_a_non_convex_polygon_s_variant_sets_every_part_s_friction():
     scene = scene_from_dict({"name": "ell", "objects": [{
         "name": "ell", "shape": "polygon", "mass": 0.3,
         "vertices": [[0, 0], [0.08, 0], [0.08, 0.03], [0.03, 0.03], [0.03, 0.08], [0, 0.08]]}]})
-    variants = ObjectModelVariants(FineModel(scene), 0)
+    variants = ObjectModelVariants(FineModel(scene, FineSettings(support="collider")), 0)  # a support per part
     model = variants.fine_model.mj_model
     names = {(model.geom(int(first)).name, model.geom(int(second)).name)
              for first, second in zip(model.pair_geom1, model.pair_geom2, strict=True)}

@@ -23,7 +23,7 @@ from parapush.scene import ObjectPatch, scene_from_dict
 HEAD = ObjectPatch(center=(0.06, 0.0), half_extents=(0.03, 0.03), mass=0.55, friction=1.0)
 # the world's physics where a cell map is a fixed pressure distribution: objects tilt, and the pusher's
 # normal at a corner is the true one (FineSettings.object_tilt; bench/identification.py --world exact)
-PHYSICS = FineSettings(object_tilt=True, pusher_collider="capsule")
+PHYSICS = FineSettings(support="collider", object_tilt=True, pusher_collider="capsule")
 CONTROLS, DURATION = 3, 0.5  # -, s
 
 

@@ -35,7 +35,7 @@ def box_scene(offset: float):
 
 def fine_push(offset: float, tilt: bool) -> np.ndarray:
     """(3,) the box's pose after pushing along +x for DURATION s in the fine model."""
-    model = FineModel(box_scene(offset), FineSettings(object_tilt=tilt))
+    model = FineModel(box_scene(offset), FineSettings(support="collider", object_tilt=tilt))
     start = model.layout.compose(np.array([model.scene.pusher.position]), np.zeros((1, 1, 3)))
     final = model.propagate(start, np.array([[SPEED, 0.0]]), np.array([DURATION]))[0]
     return final[model.layout.object_pose(0)]
@@ -80,7 +80,7 @@ def test_a_centred_push_is_the_same_with_and_without_tilt():
 
 
 def test_the_planar_state_leaves_roll_and_pitch_out():
-    model = FineModel(box_scene(0.0), FineSettings(object_tilt=True))
+    model = FineModel(box_scene(0.0), FineSettings(support="collider", object_tilt=True))
     assert model.mj_model.nv == 2 + 6
     assert model.layout.dimension == 10
     assert model.mj_model.joint("object0_roll").qposadr[0] == model.mj_model.joint("object0_yaw").qposadr[0] + 1

@@ -55,7 +55,7 @@ class ObjectModelVariants:
         # A non-convex polygon is several geoms, each with its own pairs: all take the same friction.
         spec = fine_model.scene.objects[object_index]
         self._support_pairs = [self._pair(model, "table", geom)
-                               for geom in object_geom_names(object_index, spec, "support")]
+                               for geom in object_geom_names(object_index, spec, "support", fine_model.settings)]
         self._pusher_pairs = [self._pair(model, "pusher_collider", geom)
                               for geom in object_geom_names(object_index, spec, "collider")]
         self._patches = fine_model.scene.objects[object_index].patches

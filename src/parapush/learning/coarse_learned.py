@@ -67,7 +67,7 @@ UNCHECKED_FINE_SETTINGS = ("speed_limit",)
 """FineSettings fields that do not change the simulated pushes (only which rows are marked
 unstable), so a difference in them is not a mismatch."""
 
-FINE_SETTINGS_BEFORE_RECORDED = {"object_tilt": False}
+FINE_SETTINGS_BEFORE_RECORDED = {"object_tilt": False, "support": "collider", "support_points": 8, "native_ccd": True}
 """FineSettings fields added after weights recorded their training settings, with the value
 every such training used (the field did not exist: the model had no such option)."""
 

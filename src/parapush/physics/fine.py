@@ -110,7 +110,7 @@ class FineModel:
         table = model.geom("table").id
         # the objects' table pairs (one per convex part of the support) and whose they are
         support = {model.geom(name).id: i for i, spec in enumerate(scene.objects)
-                   for name in object_geom_names(i, spec, "support")}
+                   for name in object_geom_names(i, spec, "support", settings)}
         table_pairs = [(pair, support[int(model.pair_geom2[pair])]) for pair in range(model.npair)
                        if int(model.pair_geom1[pair]) == table and int(model.pair_geom2[pair]) in support]
         self._table_pairs, self._table_pair_owner = np.array(table_pairs, dtype=np.int64).reshape(-1, 2).T

@@ -96,10 +96,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from parapush.physics.limit_surface import uniform_pressure_radius
+from parapush.physics.support_layout import even_support_points
 from parapush.scene import ObjectSpec, Obstacle, Outline, Scene
 
 if TYPE_CHECKING:
     from parapush.physics.fine_settings import FineSettings
+
+SUPPORT_SPHERE_RADIUS = 0.001
+"""Radius of the support spheres of ``support: points`` and ``torsion``, m (they touch the table
+at the plate's underside: their centres are this high)."""
 
 OBSTACLE_HEIGHT = 0.1
 """Height of the obstacle geoms, m (the scene gives none; taller than every object)."""
@@ -143,12 +149,23 @@ def part_geom_names(prefix: str, outline: Outline) -> tuple[str, ...]:
     return (prefix, *(f"{prefix}_part{part}" for part in range(1, count)))
 
 
-def object_geom_names(index: int, spec: ObjectSpec, role: str) -> tuple[str, ...]:
-    """Geoms of object ``index`` in ``role`` ``"support"`` (its table contacts) or
-    ``"collider"`` (its lateral contacts): ``object<i>_<role>`` then ``_part<k>``."""
+def object_geom_names(index: int, spec: ObjectSpec, role: str, settings: FineSettings | None = None) -> tuple[str, ...]:
+    """Geoms of object ``index`` in ``role`` ``"support"`` (its table contacts: needs the fine
+    ``settings``, whose ``support`` lays them out) or ``"collider"`` (its lateral contacts):
+    ``object<i>_<role>`` then ``_part<k>`` per further convex part, or for a ``points`` support
+    ``_point<k>`` per further point."""
     if role not in ("support", "collider"):
         raise ValueError(f"role: expected 'support' or 'collider', got {role!r}")
-    return part_geom_names(f"{object_body_name(index)}_{role}", spec.outline)
+    prefix = f"{object_body_name(index)}_{role}"
+    if role == "collider":
+        return part_geom_names(prefix, spec.outline)
+    if settings is None:
+        raise ValueError("settings: the support geoms depend on the fine settings' support")
+    if settings.support == "collider":
+        return part_geom_names(prefix, spec.outline)
+    if settings.support == "torsion":
+        return (prefix,)
+    return (prefix, *(f"{prefix}_point{point}" for point in range(1, settings.support_points)))
 
 
 def obstacle_geom_names(index: int, obstacle: Obstacle) -> tuple[str, ...]:
@@ -207,7 +224,7 @@ def _add_object(
     meshes = _add_prism_meshes(root, name, spec.outline, spec.height) if _uses_mesh(spec.outline) else []
     if not spec.patches:
         _add_object_inertial(body, spec)
-    _add_object_support(body, index, spec, meshes)
+    _add_object_support(body, index, spec, settings, meshes)
     _add_object_colliders(body, index, spec, settings, meshes)
     _add_object_patches(body, index, spec)
 
@@ -230,28 +247,44 @@ def _add_object_inertial(body: ElementTree.Element, spec: ObjectSpec) -> None:
     _element(body, "inertial", pos=_numbers(*centroid, half_height), mass=_numbers(spec.mass), **inertia)
 
 
-def _add_object_support(body: ElementTree.Element, index: int, spec: ObjectSpec, meshes: list[str]) -> None:
-    """The geoms resting on the table (their pairs with it: ``object<i>_support[_part<k>]``).
-    Without an inertial (an object with patches) they carry ``base_mass`` (split among the
-    convex parts by area) and MuJoCo sums the geoms' inertia."""
+def _add_object_support(
+    body: ElementTree.Element, index: int, spec: ObjectSpec, settings: FineSettings, meshes: list[str]
+) -> None:
+    """The plate's geoms and the geoms resting on the table (their pairs with it:
+    :func:`object_geom_names` ``"support"``). With ``support: collider`` they are one: the
+    cylinder, box or convex-part meshes. With ``points`` or ``torsion`` the plate's geoms are
+    ``object<i>_plate[_part<k>]`` (no pair: mass and inertia only) and the support is massless
+    spheres of :data:`SUPPORT_SPHERE_RADIUS` touching the table at :func:`even_support_points`
+    or at the centroid. Without an inertial (an object with patches) the plate's geoms carry
+    ``base_mass`` (split among the convex parts by area) and MuJoCo sums the geoms' inertia."""
     name = object_body_name(index)
     half_height = 0.5 * spec.height
+    plate = settings.support == "collider"
+    geoms = object_geom_names(index, spec, "support", settings) if plate else part_geom_names(
+        f"{name}_plate", spec.outline)
     # A uniform object: its inertial given; with patches MuJoCo sums the geoms' (support: the
     # mass spread over the footprint, each patch: its own mass), so the centre of mass moves.
     mass = {"mass": _numbers(spec.base_mass)} if spec.patches else {}
     if spec.shape == "cylinder":
-        _element(body, "geom", name=f"{name}_support", type="cylinder",
+        _element(body, "geom", name=geoms[0], type="cylinder",
                  size=_numbers(spec.radius, half_height), pos=_numbers(0, 0, half_height), **mass)
     elif spec.shape == "box":
         half_x, half_y = spec.half_extents
-        _element(body, "geom", name=f"{name}_support", type="box",
+        _element(body, "geom", name=geoms[0], type="box",
                  size=_numbers(half_x, half_y, half_height), pos=_numbers(0, 0, half_height), **mass)
     else:
         parts = spec.outline.convex_parts()
         areas = [abs(_polygon_area(part)) for part in parts]
-        for geom, mesh, area in zip(object_geom_names(index, spec, "support"), meshes, areas, strict=True):
+        for geom, mesh, area in zip(geoms, meshes, areas, strict=True):
             part_mass = {"mass": _numbers(spec.base_mass * area / sum(areas))} if spec.patches else {}
             _element(body, "geom", name=geom, type="mesh", mesh=mesh, **part_mass)
+    if plate:
+        return
+    points = (spec.outline.centroid[None] if settings.support == "torsion"
+              else even_support_points(spec.outline, settings.support_points))
+    for geom, (x, y) in zip(object_geom_names(index, spec, "support", settings), points, strict=True):
+        _element(body, "geom", name=geom, type="sphere", size=_numbers(SUPPORT_SPHERE_RADIUS),
+                 pos=_numbers(x, y, SUPPORT_SPHERE_RADIUS), mass="0")
 
 
 def _add_object_colliders(
@@ -331,7 +364,7 @@ def scene_to_mjcf(scene: Scene, settings: FineSettings, *, gravity_compensated: 
     _element(root, "compiler", angle="radian", autolimits="true")
     option = _element(root, "option", timestep=_numbers(settings.timestep),
                       integrator=_MJCF_INTEGRATORS[settings.integrator], cone=settings.cone)
-    _element(option, "flag", autoreset="disable")
+    _element(option, "flag", autoreset="disable", **({} if settings.native_ccd else {"nativeccd": "disable"}))
     _element(root, "default").append(ElementTree.Element("geom", contype="0", conaffinity="0", density="0"))
     world = _element(root, "worldbody")
     half_length, half_width = scene.table.half_extents
@@ -359,18 +392,21 @@ def scene_to_mjcf(scene: Scene, settings: FineSettings, *, gravity_compensated: 
 
     contact = _element(root, "contact")
 
-    def pair(firsts: str | tuple[str, ...], seconds: tuple[str, ...], friction: float) -> None:
-        # sliding, torsional, rolling x2; only the sliding coefficient matters at condim 3
+    def pair(firsts: str | tuple[str, ...], seconds: tuple[str, ...], friction: float, torsion: float = 0.0) -> None:
+        # sliding x2, torsional (a length: the torque per newton of normal force), rolling x2;
+        # condim 3 uses the sliding coefficient only, condim 4 (torsion > 0) the torsional too
         for first in (firsts,) if isinstance(firsts, str) else firsts:
             for second in seconds:
-                _element(contact, "pair", geom1=first, geom2=second, condim="3",
-                         friction=_numbers(friction, friction, 0.005, 0.0001, 0.0001))
+                _element(contact, "pair", geom1=first, geom2=second, condim="4" if torsion else "3",
+                         friction=_numbers(friction, friction, torsion or 0.005, 0.0001, 0.0001))
 
     colliders = [object_geom_names(index, spec, "collider") for index, spec in enumerate(scene.objects)]
     obstacles = [obstacle_geom_names(index, obstacle) for index, obstacle in enumerate(scene.obstacles)]
     for index, spec in enumerate(scene.objects):
         name = object_body_name(index)
-        pair("table", object_geom_names(index, spec, "support"), max(scene.table.friction, spec.friction))
+        support = max(scene.table.friction, spec.friction)
+        torsion = support * uniform_pressure_radius(spec.outline) if settings.support == "torsion" else 0.0
+        pair("table", object_geom_names(index, spec, "support", settings), support, torsion)
         for number, patch in enumerate(spec.patches):
             pair("table", (f"{name}_patch{number}",), max(scene.table.friction, patch.friction))
         pair("pusher_collider", colliders[index], pusher.friction)

@@ -186,7 +186,7 @@ def world_mjcf(scene: Scene, settings: WorldSettings) -> str:
     )
     for index, spec in enumerate(scene.objects):
         friction = max(scene.table.friction, spec.friction)
-        for support in object_geom_names(index, spec, "support"):
+        for support in object_geom_names(index, spec, "support", settings.physics):
             ElementTree.SubElement(
                 contact, "pair", geom1=FLOOR_GEOM, geom2=support, condim="3",
                 friction=f"{friction!r} {friction!r} 0.005 0.0001 0.0001",
@@ -251,8 +251,9 @@ class SimWorld:
         self._height_qpos = np.array([joint(f"{object_body_name(index)}_z")[0] for index in range(count)])
         self._object_body = np.array([int(model.body(object_body_name(index)).id) for index in range(count)])
         self._pusher_body = int(model.body("pusher").id)
-        # per object: its support geoms (one per convex part), their table pairs, its pusher pairs
-        self._support_geom = [np.array([geom(name) for name in object_geom_names(index, spec, "support")])
+        # per object: its support geoms (one per convex part or support point), their table pairs, its pusher pairs
+        physics = self.settings.physics
+        self._support_geom = [np.array([geom(name) for name in object_geom_names(index, spec, "support", physics)])
                               for index, spec in enumerate(self.scene.objects)]
         self._nominal_support_position = [model.geom_pos[geoms].copy() for geoms in self._support_geom]
         colliders = [np.array([geom(name) for name in object_geom_names(index, spec, "collider")])

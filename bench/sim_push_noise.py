@@ -46,8 +46,10 @@ import numpy as np
 
 import reference as bench_reference
 from parapush.execution.commands import TwistCommand
-from parapush.graph import resolve_scene_path
+from parapush.graph import config_dir, resolve_scene_path
+from parapush.physics.fine_settings import FineSettings
 from parapush.scene import Scene, load_scene
+from parapush.sim.driver_settings import load_driver_settings
 from parapush.sim.noise import PushNoiseSettings
 from parapush.sim.world import SimWorld, WorldSettings
 
@@ -91,13 +93,18 @@ def scaled_noise(noise: PushNoiseSettings, scale: float) -> PushNoiseSettings:
     )
 
 
+def world_physics() -> FineSettings:
+    """The simulated world's physics as ``config/sim_world.yaml`` sets it (the noise is calibrated on it)."""
+    return load_driver_settings(config_dir() / "sim_world.yaml").world.physics
+
+
 def run_pushes(
     scene: Scene, *, pushes: int, seed: int, distance: float, speed: float, settle: float,
     noise: PushNoiseSettings,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """Repeat the push; returns final poses (pushes, 3) (m, m, rad) and the object paths
     [(samples, 3)] relative to the start."""
-    world = SimWorld(scene, WorldSettings(seed=seed, push_noise=noise))
+    world = SimWorld(scene, WorldSettings(seed=seed, push_noise=noise, physics=world_physics()))
     duration = distance / speed
     finals, paths = [], []
     for _ in range(pushes):
@@ -258,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "distance_m": args.distance,
         "speed_m_s": args.speed,
         "settle_s": args.settle,
-        "physics": dataclasses.asdict(WorldSettings().physics),
+        "physics": dataclasses.asdict(world_physics()),
         "real_world": {"translation_std_mm": REAL_TRANSLATION_STD_MM, "rotation_std_deg": REAL_ROTATION_STD_DEG},
         "results": [{key: value for key, value in row.items() if key != "paths"} for row in rows],
     }

@@ -183,7 +183,10 @@ def check_settings(instance: Any) -> None:
 
 
 def _section_type(item: dataclasses.Field) -> type | None:
-    """The settings class of a nested-section field (declared with a dataclass default_factory)."""
+    """The settings class of a nested-section field (declared with a dataclass default_factory, or
+    with ``metadata={"section": <class>}`` where the default is a particular instance)."""
+    if item.metadata.get("section") is not None:
+        return item.metadata["section"]
     factory = item.default_factory
     if factory is not MISSING and isinstance(factory, type) and dataclasses.is_dataclass(factory):
         return factory

@@ -77,6 +77,14 @@ _REST_SETTLE_DURATION = 0.3
 """Time the objects settle on the table when the rest heights are measured, s."""
 
 
+REALITY_PROXY_PHYSICS = FineSettings(support="points", support_points=8, object_tilt=True, native_ccd=False)
+"""The world's contacts: those that matched 62 recorded real pushes best (``bench/real_pushes.py
+--choose``, leave one object out): each object's weight on 8 points spread evenly over its outline,
+shared by roll and pitch, and libccd's normals at corners. The planner's fine model
+(``FineSettings()``, ``config/model.yaml``) rests each object on one centre contact instead, so
+the world is not the planner's own model."""
+
+
 class WorldDivergedError(RuntimeError):
     """The simulation produced non-finite or runaway values."""
 
@@ -87,12 +95,13 @@ class WorldSettings:
 
     Attributes:
         physics: MuJoCo model and stepping options, shared with the fine model's MJCF
-            generation (timestep, integrator, colliders, pusher servo).
+            generation (timestep, integrator, colliders, pusher servo, support). Default
+            :data:`REALITY_PROXY_PHYSICS`, not the planner's fine model.
         push_noise: magnitude of the per-push contact variation.
         arm: the arm's frames and limits.
     """
 
-    physics: FineSettings = field(default_factory=FineSettings)
+    physics: FineSettings = field(default_factory=lambda: REALITY_PROXY_PHYSICS, metadata={"section": FineSettings})
     real_time_factor: float = setting(
         1.0, "simulated seconds per wall-clock second in threaded mode (1 is realistic; tests use more)", above=0.0
     )

@@ -119,8 +119,8 @@ def fine_model(scene: Scene, **overrides) -> FineModel:
 
 
 def analytical_step(scene: Scene) -> Callable:
-    """The analytical coarse model as the prediction service builds it."""
-    coarse = AnalyticalCoarseModel(scene)
+    """The analytical coarse model as the prediction service builds it (``config/model.yaml``)."""
+    coarse = AnalyticalCoarseModel(scene, rotation=load_model_config(config_dir() / "model.yaml").analytical_rotation)
     return lambda state, control, duration: coarse.propagate(state, control, np.array([duration]))
 
 

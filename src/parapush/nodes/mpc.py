@@ -207,7 +207,8 @@ class MpcNode(Node):
         if preset.coarse_resolves_overlaps not in self._coarse:
             self._coarse[preset.coarse_resolves_overlaps] = choose_coarse_model(
                 self.scene, self.model_config.coarse_model, resolve_overlaps=preset.coarse_resolves_overlaps,
-                weights_path=self.model_config.learned_weights, fine_settings=self.model_config.fine)
+                weights_path=self.model_config.learned_weights, fine_settings=self.model_config.fine,
+                analytical_rotation=self.model_config.analytical_rotation)
         return self._coarse[preset.coarse_resolves_overlaps]
 
     def _on_executor_status(self, message: DiagnosticStatus) -> None:

@@ -225,11 +225,13 @@ def choose_coarse_model(
     resolve_overlaps: bool = True,
     weights_path: Any = None,
     fine_settings: Any = None,
+    analytical_rotation: str | None = None,
 ) -> Any:
     """The coarse propagator for ``scene``: learned or analytical (see :data:`COARSE_CHOICES`);
     ``resolve_overlaps`` is passed to it (the feasibility projection of its predictions);
     ``weights_path`` and ``fine_settings`` to the learned model (None: the shipped weights,
-    the default fine settings; a ``model:`` config's ``learned_weights`` and ``fine``).
+    the default fine settings; a ``model:`` config's ``learned_weights`` and ``fine``);
+    ``analytical_rotation`` to the analytical one (None: ``ModelConfig``'s default).
 
     Raises:
         ValueError naming ``choice``; the learned model's ``ModelMismatchError`` when
@@ -238,9 +240,11 @@ def choose_coarse_model(
     if choice not in COARSE_CHOICES:
         raise ValueError(f"choice: expected one of {COARSE_CHOICES}, got {choice!r}")
     from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+    from parapush.prediction.config import ModelConfig
 
+    rotation = ModelConfig().analytical_rotation if analytical_rotation is None else analytical_rotation
     if choice == "analytical":
-        return AnalyticalCoarseModel(scene, resolve_overlaps=resolve_overlaps)
+        return AnalyticalCoarseModel(scene, resolve_overlaps=resolve_overlaps, rotation=rotation)
     try:
         from parapush.learning.coarse_learned import LearnedCoarseModel
 
@@ -251,7 +255,7 @@ def choose_coarse_model(
     except (ImportError, ValueError, OSError):
         if choice == "learned":
             raise
-        return AnalyticalCoarseModel(scene, resolve_overlaps=resolve_overlaps)
+        return AnalyticalCoarseModel(scene, resolve_overlaps=resolve_overlaps, rotation=rotation)
 
 
 class MultiFidelityPlanner:

@@ -163,7 +163,8 @@ class PredictionEngine:
         # With the projection on, the solvers project every corrected state (ISRR Eq 9), so the
         # coarse model need not resolve overlaps itself (that would double its cost).
         resolve = not self.config.project
-        self._coarse = {"analytical": AnalyticalCoarseModel(scene, resolve_overlaps=resolve)}
+        self._coarse = {"analytical": AnalyticalCoarseModel(scene, resolve_overlaps=resolve,
+                                                            rotation=self.config.analytical_rotation)}
         self.unavailable_coarse: dict[str, str] = {}
         self._load_learned(resolve)
         self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", error)

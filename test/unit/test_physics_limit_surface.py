@@ -226,7 +226,7 @@ def test_the_pusher_stays_on_the_turning_box(offset):
     poses, _ = box_push(offset, duration=0.5)  # up to 35 degrees in 50 mm
     pusher = np.array([[-0.045 - PUSHER_RADIUS + 0.05, offset]])
     _, _, gaps = outline_contacts(pusher, poses[:, :2], poses[:, 2], Outline.rectangle(0.045, 0.045))
-    assert abs(gaps[0] - PUSHER_RADIUS) < 3e-5  # one substep's drift at most
+    assert abs(gaps[0] - PUSHER_RADIUS) < 1e-4  # one 5 mm substep's drift at most (second order in the substep)
 
 
 def test_pushes_are_rate_independent():

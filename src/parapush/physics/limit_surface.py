@@ -50,8 +50,10 @@ from parapush.scene.outline import Outline
 NO_PUSH, STICK, SLIDE = 0, 1, 2
 """Contact modes of :func:`quasi_static_push`."""
 
-SUBSTEP_TRAVEL = 0.002
-"""Default pusher travel per substep of :func:`push_outline`, m."""
+SUBSTEP_TRAVEL = 0.005
+"""Default pusher travel per substep of :func:`push_outline`, m (each costs about 0.27 ms for a
+batch: at 5 mm every recorded real push ends within 1.3 mm / 1.2 deg of a 0.1 mm reference, at
+2 mm within 0.55 mm / 0.55 deg, for 2.5x the cost: the planner's coarse search calls it often)."""
 
 CONTACT_TOLERANCE = 2e-4
 """A pusher whose surface is at most this far (m) from the outline touches it in

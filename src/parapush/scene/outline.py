@@ -31,6 +31,7 @@ the field (``vertices: ...``), so that a scene can prefix where the outline is.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -388,7 +389,7 @@ class Outline:
         return np.where(inside, -distance, distance)
 
     # -- size and mass -------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def area(self) -> float:
         """m^2."""
         if self.kind == "disc":
@@ -399,15 +400,19 @@ class Outline:
             return math.pi * self.half_extents[0] * self.half_extents[1]
         return _signed_area(self.boundary())
 
-    @property
+    @functools.cached_property
     def centroid(self) -> np.ndarray:
-        """(2,) m, the area's centroid in the body frame (0 for discs, rectangles, ellipses)."""
+        """(2,) m, the area's centroid in the body frame (0 for discs, rectangles, ellipses);
+        computed once, read-only."""
         if self.kind != "polygon":
-            return np.zeros(2)
-        vertices = self.boundary()
-        following = np.roll(vertices, -1, axis=0)
-        weights = _cross(vertices, following)
-        return np.sum((vertices + following) * weights[:, None], axis=0) / (6.0 * self.area)
+            centroid = np.zeros(2)
+        else:
+            vertices = self.boundary()
+            following = np.roll(vertices, -1, axis=0)
+            weights = _cross(vertices, following)
+            centroid = np.sum((vertices + following) * weights[:, None], axis=0) / (6.0 * self.area)
+        centroid.setflags(write=False)
+        return centroid
 
     def second_moments(self) -> tuple[float, float, float]:
         """Area second moments about the centroid per unit area, m^2:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parapush.physics.planar_geometry import cross, outline_polygon, polygon_closest_points, rotate
-from parapush.scene.outline import Outline
+from parapush.scene.outline import Outline, ellipse_closest_points
 
 NO_PUSH, STICK, SLIDE = 0, 1, 2
 """Contact modes of :func:`quasi_static_push`."""
@@ -63,8 +63,6 @@ curve lies up to 0.21 % of its semi-axis outside the 48-gon that the analytical 
 contact entry uses)."""
 
 _ELLIPSE_QUADRATURE = 4096
-_ELLIPSE_SAMPLES = 65
-_ELLIPSE_ITERATIONS = 6
 
 
 # -- the limit surface's c ----------------------------------------------------------------
@@ -206,31 +204,6 @@ def quasi_static_push(
 
 
 # -- the contact on a posed outline -----------------------------------------------------------
-def _ellipse_closest_points(points: np.ndarray, semi_x: float, semi_y: float) -> tuple[np.ndarray, np.ndarray]:
-    """Closest points (..., 2) on the ellipse's curve to body-frame points (..., 2), and whether
-    each point is inside: the nearest of samples of the quarter curve (the global minimum
-    inside the evolute), refined by Newton iterations on the stationarity condition."""
-    px, py = np.abs(points[..., 0]), np.abs(points[..., 1])
-    angles = np.linspace(0.0, 0.5 * math.pi, _ELLIPSE_SAMPLES)
-    gaps = np.hypot(px[..., None] - semi_x * np.cos(angles), py[..., None] - semi_y * np.sin(angles))
-    nearest = np.argmin(gaps, axis=-1)
-    spacing = angles[1] - angles[0]
-    low, high = np.maximum(angles[nearest] - spacing, 0.0), np.minimum(angles[nearest] + spacing, 0.5 * math.pi)
-    t = angles[nearest]
-    difference = semi_x * semi_x - semi_y * semi_y
-    for _ in range(_ELLIPSE_ITERATIONS):
-        cos, sin = np.cos(t), np.sin(t)
-        value = difference * cos * sin - semi_x * px * sin + semi_y * py * cos
-        slope = difference * (cos * cos - sin * sin) - semi_x * px * cos - semi_y * py * sin
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(slope != 0.0, value / slope, 0.0)
-        t = np.clip(t - step, low, high)
-    closest = np.stack([np.copysign(semi_x * np.cos(t), points[..., 0]),
-                        np.copysign(semi_y * np.sin(t), points[..., 1])], axis=-1)
-    inside = (px / semi_x) ** 2 + (py / semi_y) ** 2 <= 1.0
-    return closest, inside
-
-
 def outline_contacts(
     points: np.ndarray, centres: np.ndarray, yaws: np.ndarray, outline: Outline
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -258,7 +231,7 @@ def outline_contacts(
         closest = outline.radius * direction
         inside = length <= outline.radius
     elif outline.kind == "ellipse":
-        closest, inside = _ellipse_closest_points(local, *outline.half_extents)
+        closest, _, inside = ellipse_closest_points(local, *outline.half_extents)
     else:
         closest, _, inside = polygon_closest_points(local, outline_polygon(outline))
     offset = closest - local

@@ -215,6 +215,42 @@ def _merge_convex(points: np.ndarray, triangles: list[tuple[int, int, int]], tol
     return list(parts.values())
 
 
+_ELLIPSE_ANGLES = np.linspace(0.0, 0.5 * math.pi, 129)
+"""Samples of the quarter ellipse that start :func:`ellipse_closest_points`' Newton iterations."""
+
+
+def ellipse_closest_points(points: np.ndarray, semi_x: float, semi_y: float
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The closest points of an axis-aligned ellipse's curve (semi-axes ``semi_x``, ``semi_y``, m)
+    to body-frame points (..., 2): (closest points (..., 2), distances (...,) m, inside (...,) bool).
+
+    The closest point (a cos t, b sin t), t in [0, pi/2] by symmetry, is the nearest of a dense
+    sampling of the quarter curve (which picks the global minimum where, inside the evolute,
+    several stationary points exist), refined by Newton iterations on the stationarity condition
+    f(t) = (a^2 - b^2) cos t sin t - a px sin t + b py cos t within one sample spacing."""
+    px, py = np.abs(points[..., 0]), np.abs(points[..., 1])
+    angles = _ELLIPSE_ANGLES
+    gaps = np.hypot(px[..., None] - semi_x * np.cos(angles), py[..., None] - semi_y * np.sin(angles))
+    nearest = np.argmin(gaps, axis=-1)
+    spacing = angles[1] - angles[0]
+    low = np.maximum(angles[nearest] - spacing, 0.0)
+    high = np.minimum(angles[nearest] + spacing, 0.5 * math.pi)
+    t = angles[nearest]
+    difference = semi_x * semi_x - semi_y * semi_y
+    for _ in range(_ELLIPSE_ITERATIONS):
+        cos, sin = np.cos(t), np.sin(t)
+        value = difference * cos * sin - semi_x * px * sin + semi_y * py * cos
+        slope = difference * (cos * cos - sin * sin) - semi_x * px * cos - semi_y * py * sin
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(slope != 0.0, value / slope, 0.0)
+        t = np.clip(t - step, low, high)
+    distance = np.minimum(np.hypot(px - semi_x * np.cos(t), py - semi_y * np.sin(t)), np.min(gaps, axis=-1))
+    closest = np.stack([np.copysign(semi_x * np.cos(t), points[..., 0]),
+                        np.copysign(semi_y * np.sin(t), points[..., 1])], axis=-1)
+    inside = (px / semi_x) ** 2 + (py / semi_y) ** 2 <= 1.0
+    return closest, distance, inside
+
+
 @dataclass(frozen=True)
 class Outline:
     """A planar outline in a body's frame, metres; validated in ``__post_init__``.
@@ -344,32 +380,7 @@ class Outline:
         return self._polygon_signed_distance(points)
 
     def _ellipse_signed_distance(self, points: np.ndarray) -> np.ndarray:
-        semi_x, semi_y = self.half_extents
-        px, py = np.abs(points[..., 0]), np.abs(points[..., 1])
-        # Closest point (a cos t, b sin t), t in [0, pi/2]: the nearest of a dense sampling
-        # of the quarter curve (which picks the global minimum where, inside the evolute,
-        # several stationary points exist), refined by Newton iterations on the
-        # stationarity condition f(t) = (a^2 - b^2) cos t sin t - a px sin t + b py cos t.
-        angles = self._cache.get("ellipse_angles")
-        if angles is None:
-            angles = np.linspace(0.0, 0.5 * math.pi, 129)
-            self._cache["ellipse_angles"] = angles
-        gaps = np.hypot(px[..., None] - semi_x * np.cos(angles), py[..., None] - semi_y * np.sin(angles))
-        nearest = np.argmin(gaps, axis=-1)
-        spacing = angles[1] - angles[0]
-        low = np.maximum(angles[nearest] - spacing, 0.0)
-        high = np.minimum(angles[nearest] + spacing, 0.5 * math.pi)
-        t = angles[nearest]
-        difference = semi_x * semi_x - semi_y * semi_y
-        for _ in range(_ELLIPSE_ITERATIONS):
-            cos, sin = np.cos(t), np.sin(t)
-            value = difference * cos * sin - semi_x * px * sin + semi_y * py * cos
-            slope = difference * (cos * cos - sin * sin) - semi_x * px * cos - semi_y * py * sin
-            with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.where(slope != 0.0, value / slope, 0.0)
-            t = np.clip(t - step, low, high)
-        distance = np.minimum(np.hypot(px - semi_x * np.cos(t), py - semi_y * np.sin(t)), np.min(gaps, axis=-1))
-        inside = (px / semi_x) ** 2 + (py / semi_y) ** 2 <= 1.0
+        _, distance, inside = ellipse_closest_points(points, *self.half_extents)
         return np.where(inside, -distance, distance)
 
     def _polygon_signed_distance(self, points: np.ndarray) -> np.ndarray:

@@ -214,3 +214,40 @@ def test_malformed_requests_are_answered_and_the_node_keeps_working(nodes):
     response = call(identify, IdentifyObject.Request(object="slider", pushes=pushes, iterations=1, population=4))
     assert response.success, response.message
     assert service.applied_parameters == 0  # nothing was published
+
+
+def test_recorded_real_pushes_are_identified_by_the_service(ros_context, spinning, tmp_path):
+    """Three real pushes of the MIT data set's square plate (../shared/real_pushes, a recorded-pushes
+    file as bench/mit_pushes.py writes it), sent to a node started with the file's scene."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from parapush.identification.recorded_pushes import load_recorded_pushes, save_recorded_pushes
+    from parapush.nodes.identification_messages import push_record_to_msg
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        import mit_pushes
+    finally:
+        sys.path.remove(str(bench))
+    save_recorded_pushes(tmp_path / "rect1.json", mit_pushes.convert_object("rect1"))
+    recorded = load_recorded_pushes(tmp_path / "rect1.json")
+    scene_file = tmp_path / "rect1_scene.yaml"
+    scene_file.write_text(yaml.safe_dump(dict(recorded.scene_data)))
+    node = IdentificationNode(context=ros_context, parameter_overrides=[
+        Parameter("scene_file", value=str(scene_file)), Parameter("model.workers", value=2),
+        Parameter("population", value=8), Parameter("iterations", value=3)])
+    client_node = rclpy.create_node("recorded_pushes_client", context=ros_context)
+    spinning.add(node, client_node)
+    identify = client_node.create_client(IdentifyObject, "identify_object")
+    assert identify.wait_for_service(timeout_sec=10.0)
+    pushes = [push_record_to_msg(record, recorded.scene) for record in recorded.records[:3]]
+    response = call(identify, IdentifyObject.Request(object="rect1", pushes=pushes,
+                                                     fit=["support_friction", "pusher_friction", "com_x", "com_y"]))
+    print(f"\n[identify_object, real pushes] {response.message}")
+    assert response.success, response.message
+    assert response.error < response.initial_error
+    assert response.initial.support_friction == recorded.scene.table.friction

@@ -113,14 +113,14 @@ class ParameterBounds:
 
     Attributes:
         mass: (low, high) kg, low > 0.
-        support_friction: (low, high), low >= 0.
+        support_friction: (low, high), low >= 0 (steel on ABS: 0.13-0.15; the papers' sliders: 1.0).
         pusher_friction: (low, high), low >= 0.
         com_offset: m, largest |x| and |y| of the centre of mass (keep it well inside the
             object's footprint: outside it the object tips over).
     """
 
     mass: tuple[float, float] = (0.1, 2.0)
-    support_friction: tuple[float, float] = (0.2, 1.5)
+    support_friction: tuple[float, float] = (0.05, 1.5)
     pusher_friction: tuple[float, float] = (0.02, 1.0)
     com_offset: float = 0.02
 

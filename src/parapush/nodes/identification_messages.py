@@ -10,7 +10,14 @@ from parareal_pushing.msg import ObservedPush
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from parapush.identification import ObjectParameters, PushRecord
-from parapush.nodes.conversions import MessageError, msg_to_snapshot, seconds_to_time, sequences_from_msgs
+from parapush.nodes.conversions import (
+    MessageError,
+    controls_to_msg,
+    msg_to_snapshot,
+    seconds_to_time,
+    sequences_from_msgs,
+    state_to_msg,
+)
 from parapush.scene import ObjectPatch, Scene
 
 OBJECT_PARAMETERS_QOS = QoSProfile(
@@ -46,6 +53,13 @@ def push_record_from_msg(
         return PushRecord(states, controls[0], durations[0])
     except ValueError as error:
         raise MessageError(f"{where}: {error}") from None
+
+
+def push_record_to_msg(record: PushRecord, scene: Scene) -> ObservedPush:
+    """A push record (e.g. of a recorded-pushes file, :mod:`parapush.identification.recorded_pushes`)
+    as the ObservedPush the identification service takes."""
+    return ObservedPush(states=[state_to_msg(state, scene) for state in record.states],
+                        controls=controls_to_msg(record.controls, record.durations))
 
 
 PATCH_FIELDS = ("x", "y", "half_x", "half_y", "mass", "friction")

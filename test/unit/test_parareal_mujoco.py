@@ -8,10 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parapush.parareal import PararealOptions, PararealSolver
+from parapush.physics import backends
+from parapush.physics import fine as fine_module
+from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+from parapush.physics.projection import FeasibilityProjector
 from parapush.scene import Scene, StateLayout, scene_from_dict
-
-fine_module = pytest.importorskip("parapush.physics.fine")
-backends = pytest.importorskip("parapush.physics.backends")
 
 
 class PusherOnlyCoarse:
@@ -72,23 +73,11 @@ def random_pushes(rng: np.random.Generator, sequences: int, slices: int) -> tupl
 
 
 def make_coarse(name: str, scene: Scene) -> object:
-    if name == "pusher_only":
-        return PusherOnlyCoarse(scene.layout)
-    from parapush.physics.coarse_analytical import AnalyticalCoarseModel
-
-    try:
-        return AnalyticalCoarseModel(scene)
-    except NotImplementedError:
-        pytest.skip("the analytical coarse model is not implemented yet")
+    return PusherOnlyCoarse(scene.layout) if name == "pusher_only" else AnalyticalCoarseModel(scene)
 
 
-def make_projector(scene: Scene) -> object | None:
-    from parapush.physics.projection import FeasibilityProjector
-
-    try:
-        return FeasibilityProjector(scene)
-    except NotImplementedError:
-        return None
+def make_projector(scene: Scene) -> FeasibilityProjector:
+    return FeasibilityProjector(scene)
 
 
 def serial_fine(model: object, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
@@ -137,10 +126,7 @@ def test_thread_backend_gives_the_serial_parareal_iterates(seed: int) -> None:
     scene, initial = random_scene(rng)
     controls, durations = random_pushes(rng, 3, 3)
     fine = fine_module.FineModel(scene)
-    try:
-        threads = backends.ThreadBackend(fine, threads=2)
-    except NotImplementedError:
-        pytest.skip("the thread backend is not implemented yet")
+    threads = backends.ThreadBackend(fine, threads=2)
     coarse = make_coarse("analytical", scene)
     projector = make_projector(scene)
     options = PararealOptions(iterations=2)

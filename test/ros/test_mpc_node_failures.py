@@ -115,11 +115,15 @@ def test_a_second_goal_while_one_runs_is_rejected_and_the_first_goes_on(ros_cont
     node, plant, client = start(ros_context, spinning, files)
     try:
         feedback = []
-        first = wait(client.send_goal_async(goal(), feedback_callback=lambda message: feedback.append(message)))
+        first_feedback = threading.Event()
+
+        def on_feedback(message) -> None:
+            feedback.append(message)
+            first_feedback.set()
+
+        first = wait(client.send_goal_async(goal(), feedback_callback=on_feedback))
         assert first.accepted
-        deadline_event = threading.Event()
-        while not feedback and not deadline_event.wait(0.01):
-            pass
+        assert first_feedback.wait(30), "no feedback from the first goal within 30 s"  # it is running
         second = wait(client.send_goal_async(goal(goal_y=0.02)))
         assert not second.accepted, "a second goal was accepted while the first ran"
         result = wait(first.get_result_async()).result

@@ -4,6 +4,7 @@ answer is bit-identical to the answer computed alone; the engine solves requests
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -29,6 +30,14 @@ def rows(count: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     controls = np.column_stack([rng.uniform(0.01, 0.03, count), rng.normal(0.0, 0.005, count)])
     durations = rng.choice([0.2, 0.3], count)
     return states, controls, durations
+
+
+def wait_until(condition, what: str, timeout: float = 10.0) -> None:
+    """Poll ``condition()`` until it holds; fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
+        time.sleep(0.001)
 
 
 TAGS = {0.4: "medium", 0.25: "small"}
@@ -73,14 +82,11 @@ def test_new_calls_go_next_then_calls_take_turns_and_every_answer_is_bit_identic
         return thread
 
     threads = [start("large")]
-    while not recording.order:  # the large call's first batch is running (held)
-        threading.Event().wait(0.001)
+    wait_until(lambda: recording.order, "the large call's first batch running (held)")
     threads.append(start("medium"))
-    while scheduler.calls_in_progress < 2:
-        threading.Event().wait(0.001)
+    wait_until(lambda: scheduler.calls_in_progress >= 2, "the medium call in progress")
     threads.append(start("small"))
-    while scheduler.calls_in_progress < 3:
-        threading.Event().wait(0.001)
+    wait_until(lambda: scheduler.calls_in_progress >= 3, "the small call in progress")
     recording.release.set()
     for thread in threads:
         thread.join(30.0)
@@ -123,11 +129,10 @@ def test_a_model_change_waits_for_predictions_and_goes_before_later_ones() -> No
     with lock.shared():
         writer = threading.Thread(target=lambda: _hold(lock.exclusive(), events, "write"))
         writer.start()
-        while not lock._writers_waiting:  # the change is waiting for this prediction
-            threading.Event().wait(0.001)
+        wait_until(lambda: lock._writers_waiting, "the change waiting for this prediction")
         reader = threading.Thread(target=lambda: (reading.set(), _hold(lock.shared(), events, "read")))
         reader.start()
-        reading.wait(5.0)
+        assert reading.wait(5.0), "the second reader never started"
         events.append("first read ends")
     writer.join(5.0)
     reader.join(5.0)

@@ -7,10 +7,14 @@ at contact, the object at rest) along its recorded path, in 10 mm controls, thro
 - ``fine_default_before``: the fine model with the defaults it had before this bench
   (:data:`DEFAULTS_BEFORE`: the support's own collider, no tilt);
 - ``fine``: the fine model as the stack configures it (``config/model.yaml``: today's defaults);
+- ``fine_world``: the simulated world's physics (:data:`parapush.sim.world.REALITY_PROXY_PHYSICS`);
 - ``analytical``: the analytical coarse model as the prediction service builds it;
 - ``identified_k1|3|5``: the fine model with the object's parameters identified
-  (:class:`parapush.identification.ObjectIdentifier`, cross-entropy search) from k of its pushes,
-  predicting its other pushes (``--draws`` random training sets per object and k, seeded);
+  (:class:`parapush.identification.ObjectIdentifier`, cross-entropy search of the support and
+  pusher friction and the centre of mass) from k of its pushes, predicting its other pushes
+  (``--draws`` random training sets per object and k, seeded); ``identified_grid_k1|3|5`` the
+  same training sets with the grid method (cell maps of the differentiable sliding model, rendered
+  into the fine model as :func:`parapush.identification.map_rendering.render_map` chooses);
 - ``no_motion``: the object does not move (the scale of the errors).
 
 Errors: the object centre's position (mm) and yaw (deg) against the recorded pose, at every
@@ -45,20 +49,31 @@ import numpy as np
 import mit_pushes
 import reference as bench_reference
 from parapush.graph import config_dir
-from parapush.identification import IdentificationSettings, ObjectIdentifier, ParameterBounds, PushRecord
+from parapush.identification import (
+    IdentificationSettings,
+    ObjectIdentifier,
+    ObjectModelVariants,
+    ParameterBounds,
+    PushRecord,
+    scene_with_object,
+)
+from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
+from parapush.identification.map_rendering import render_map
 from parapush.identification.recorded_pushes import RecordedPushes
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.prediction import load_model_config
 from parapush.scene import Scene, wrap_angle
+from parapush.sim.world import REALITY_PROXY_PHYSICS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 DEFAULTS_BEFORE = {"support": "collider", "object_tilt": False, "native_ccd": True}
 """The fine model's contact settings before this bench chose them (commit 34eabd1)."""
 
-MODELS = ("fine_default_before", "fine", "analytical", "identified_k1", "identified_k3", "identified_k5", "no_motion")
+MODELS = ("fine_default_before", "fine", "fine_world", "analytical", "identified_k1", "identified_k3", "identified_k5",
+          "identified_grid_k1", "identified_grid_k3", "identified_grid_k5", "no_motion")
 
 TRAINING_PUSHES = (1, 3, 5)
 """k: pushes an object is identified from."""
@@ -124,15 +139,20 @@ def analytical_step(scene: Scene) -> Callable:
     return lambda state, control, duration: coarse.propagate(state, control, np.array([duration]))
 
 
-def evaluate(step: Callable, records: Iterable[PushRecord], index: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per record: (position errors (T + 1,) mm, yaw errors (T + 1,) deg)."""
-    return [pose_errors(replay(step, record), record, index) for record in records]
+def evaluate(step: Callable, records: Iterable[PushRecord], index: int
+             ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per record: (pusher travel (T + 1,) m, position errors (T + 1,) mm, yaw errors (T + 1,) deg)."""
+    results = []
+    for record in records:
+        travel = np.concatenate([[0.0], np.cumsum(np.linalg.norm(record.controls, axis=1) * record.durations)])
+        results.append((travel, *pose_errors(replay(step, record), record, index)))
+    return results
 
 
-def statistics(errors: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+def statistics(errors: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[str, float]:
     """Final-pose error statistics of a list of :func:`evaluate` results."""
-    position = np.array([pair[0][-1] for pair in errors])
-    yaw = np.array([pair[1][-1] for pair in errors])
+    position = np.array([result[1][-1] for result in errors])
+    yaw = np.array([result[2][-1] for result in errors])
     return {
         "pushes": len(errors),
         "position_error_median_mm": round(float(np.median(position)), 2),
@@ -142,14 +162,18 @@ def statistics(errors: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
     }
 
 
-def by_travel(errors: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, list[float]]:
-    """Median errors at every 10 mm of pusher travel (boundary k: k cm), over the pushes that reach it."""
-    depth = max(len(pair[0]) for pair in errors)
-    position = [np.median([pair[0][k] for pair in errors if len(pair[0]) > k]) for k in range(depth)]
-    yaw = [np.median([pair[1][k] for pair in errors if len(pair[1]) > k]) for k in range(depth)]
-    return {"travel_mm": [10.0 * k for k in range(depth)],
-            "position_error_median_mm": [round(float(v), 2) for v in position],
-            "yaw_error_median_deg": [round(float(v), 2) for v in yaw]}
+def by_travel(errors: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[str, list[float]]:
+    """Median errors at every 10 mm of pusher travel (each push's errors interpolated there), over the
+    pushes that travel that far."""
+    marks = np.arange(0.0, max(result[0][-1] for result in errors) + 1e-9, 0.01)
+    position, yaw = [], []
+    for mark in marks:
+        reach = [result for result in errors if result[0][-1] >= mark - 1e-9]
+        position.append(float(np.median([np.interp(mark, r[0], r[1]) for r in reach])))
+        yaw.append(float(np.median([np.interp(mark, r[0], r[2]) for r in reach])))
+    return {"travel_mm": [round(1000.0 * mark) for mark in marks],
+            "position_error_median_mm": [round(v, 2) for v in position],
+            "yaw_error_median_deg": [round(v, 2) for v in yaw]}
 
 
 def score(stats: dict[str, float]) -> float:
@@ -158,20 +182,33 @@ def score(stats: dict[str, float]) -> float:
                           stats["position_error_p90_mm"] / 8.0, stats["yaw_error_p90_deg"] / 8.0]))
 
 
-def identified_errors(recorded: RecordedPushes, k: int, draws: int, seed: int, settings: FineSettings
+def training_sets(count: int, k: int, draws: int, seed: int) -> list[np.ndarray]:
+    """``draws`` sets of ``k`` push indices out of ``count`` (seeded: both methods get the same sets)."""
+    rng = np.random.default_rng([seed, k])
+    return [np.sort(rng.choice(count, size=k, replace=False)) for _ in range(draws)]
+
+
+def identified_errors(recorded: RecordedPushes, method: str, k: int, draws: int, seed: int, settings: FineSettings
                       ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Errors of the pushes held out when the object is identified from ``k`` of its pushes, ``draws`` times."""
+    """Errors of the pushes held out when the object is identified from ``k`` of its pushes by ``method``
+    (``cem``: the cross-entropy search of the fine model's parameters; ``grid``: the cell maps of the
+    differentiable sliding model, rendered into the fine model), for each of ``draws`` training sets."""
     scene, index = recorded.scene, recorded.scene.object_index(recorded.object_name)
     records = recorded.records
-    rng = np.random.default_rng(seed)
     errors = []
-    for _ in range(draws):
-        training = rng.choice(len(records), size=k, replace=False)
-        model = FineModel(scene, settings)
-        identifier = ObjectIdentifier(model, index, bounds=BOUNDS)
-        result = identifier.identify([records[i] for i in training],
-                                     settings=IdentificationSettings(fit=FIT, seed=int(rng.integers(1 << 31))))
-        identifier.variants.apply(model.mj_model, result.parameters)
+    for draw, training in enumerate(training_sets(len(records), k, draws, seed)):
+        fitted = [records[i] for i in training]
+        if method == "cem":
+            model = FineModel(scene, settings)
+            with ObjectIdentifier(model, index, bounds=BOUNDS) as identifier:
+                result = identifier.identify(fitted, settings=IdentificationSettings(fit=FIT, seed=seed + draw))
+            parameters = result.parameters
+        else:
+            identifier = GridIdentifier.for_scene(scene, index)
+            result = identifier.identify(fitted, GridIdentificationSettings())
+            parameters = render_map(identifier, result, fitted, scene, settings).parameters
+            model = FineModel(scene_with_object(scene, index, parameters), settings)
+        ObjectModelVariants(model, index).apply(model.mj_model, parameters)
         model.parameters_changed()
         errors += evaluate(fine_step(model), [r for i, r in enumerate(records) if i not in set(training)], index)
     return errors
@@ -190,12 +227,15 @@ def model_errors(name: str, recorded: RecordedPushes, args: argparse.Namespace
         return evaluate(fine_step(fine_model(scene, **DEFAULTS_BEFORE)), recorded.records, index)
     if name == "fine":
         return evaluate(fine_step(fine_model(scene)), recorded.records, index)
+    if name == "fine_world":
+        return evaluate(fine_step(FineModel(scene, REALITY_PROXY_PHYSICS)), recorded.records, index)
     if name == "analytical":
         return evaluate(analytical_step(scene), recorded.records, index)
     if name == "no_motion":
         return evaluate(no_motion_step, recorded.records, index)
-    k = int(name.removeprefix("identified_k"))
-    return identified_errors(recorded, k, args.draws, args.seed, configured_fine())
+    method = "grid" if name.startswith("identified_grid_k") else "cem"
+    k = int(name.rsplit("_k", 1)[1])
+    return identified_errors(recorded, method, k, args.draws, args.seed, configured_fine())
 
 
 def choose_support(objects: dict[str, RecordedPushes]) -> list[dict]:
@@ -222,7 +262,7 @@ def choose_support(objects: dict[str, RecordedPushes]) -> list[dict]:
 
 
 def plot(objects: dict[str, RecordedPushes], path: Path) -> None:
-    """Recorded and predicted object paths of the first push of each object."""
+    """Recorded and predicted object paths and final outlines of each object's push that turned it most."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -230,13 +270,14 @@ def plot(objects: dict[str, RecordedPushes], path: Path) -> None:
 
     figure, axes = plt.subplots(1, len(objects), figsize=(4.0 * len(objects), 4.2))
     styles = {"recorded": ("k", "-"), "fine_default_before": ("tab:red", "--"), "fine": ("tab:blue", "-"),
-              "analytical": ("tab:green", ":")}
+              "fine_world": ("tab:purple", "-."), "analytical": ("tab:green", ":")}
     for axis, (name, recorded) in zip(np.atleast_1d(axes), objects.items(), strict=True):
         scene, index = recorded.scene, recorded.scene.object_index(name)
         record = max(recorded.records, key=lambda r: abs(r.states[-1, 4] - r.states[0, 4]))
         paths = {"recorded": record.states,
                  "fine_default_before": replay(fine_step(fine_model(scene, **DEFAULTS_BEFORE)), record),
                  "fine": replay(fine_step(fine_model(scene)), record),
+                 "fine_world": replay(fine_step(FineModel(scene, REALITY_PROXY_PHYSICS)), record),
                  "analytical": replay(analytical_step(scene), record)}
         outline = scene.objects[index].outline.boundary()
         for label, states in paths.items():
@@ -247,8 +288,10 @@ def plot(objects: dict[str, RecordedPushes], path: Path) -> None:
             axis.add_patch(Polygon(corners * 1000.0, closed=True, fill=False, edgecolor=colour, linestyle=line))
             axis.plot(states[:, 2] * 1000.0, states[:, 3] * 1000.0, color=colour, linestyle=line, label=label)
         axis.plot(record.states[:, 0] * 1000.0, record.states[:, 1] * 1000.0, color="0.5", marker=".", label="pusher")
-        start = outline * 1000.0
-        axis.add_patch(Polygon(start, closed=True, fill=False, edgecolor="0.7"))
+        x, y, yaw = record.states[0, 2:5]
+        cos, sin = np.cos(yaw), np.sin(yaw)
+        start = (outline @ np.array([[cos, sin], [-sin, cos]]) + [x, y]) * 1000.0
+        axis.add_patch(Polygon(start, closed=True, fill=False, edgecolor="0.7", label="start"))
         axis.set_aspect("equal")
         axis.set_title(f"{name}: turn {np.degrees(record.states[-1, 4] - record.states[0, 4]):.0f} deg")
         axis.set_xlabel("x (mm)")
@@ -265,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=3, help="random training sets per object and k")
     parser.add_argument("--seed", type=int, default=0, help="seed of the training sets and the searches")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    parser.add_argument("--objects", default=",".join(mit_pushes.OBJECTS), help="comma-separated subset of the objects")
     parser.add_argument("--choose", action="store_true", help="also run the leave-one-object-out support choice")
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     bench_reference.add_reference_argument(parser)
@@ -277,7 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average {load_before}", flush=True)
     started = time.perf_counter()
     raw = mit_pushes.read_raw_pushes(args.data)
-    objects = {name: mit_pushes.convert_object(name, args.data, raw) for name in mit_pushes.OBJECTS}
+    names = [name for name in args.objects.split(",") if name]
+    if sorted(set(names) - set(mit_pushes.OBJECTS)):
+        parser.error(f"--objects: unknown {sorted(set(names) - set(mit_pushes.OBJECTS))}; known {mit_pushes.OBJECTS}")
+    objects = {name: mit_pushes.convert_object(name, args.data, raw) for name in names}
     summary, travel = [], []
     for model in models:
         pooled = []
@@ -302,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {path} and real_pushes.png in {result['seconds']} s")
     figures = {f"{row['model']}_{row['object']}_{key}": row[key] for row in summary
-               for key in ("position_error_median_mm", "position_error_p90_mm", "yaw_error_median_deg",
+               for key in ("pushes", "position_error_median_mm", "position_error_p90_mm", "yaw_error_median_deg",
                            "yaw_error_p90_deg")}
     bench_reference.write_figures("real_pushes", figures, reference=args.reference, load_before=load_before)
     return 0

@@ -33,6 +33,12 @@ def up_to_tens(value: float) -> str:
 OBJECTS = ("cylinder", "box", "hetero_hammer", "hetero_patch")
 """bench/identification.py's objects, in the README's order."""
 
+REAL_PUSH_KEYS = ("position_error_median_mm", "position_error_p90_mm", "yaw_error_median_deg", "yaw_error_p90_deg")
+"""bench/real_pushes.py's statistics in the README's pooled table's order: median (p90) mm, median (p90) deg."""
+REAL_PUSH_ORDER = ("position_error_median_mm", "yaw_error_median_deg", "position_error_p90_mm", "yaw_error_p90_deg")
+"""The same in the per-object table's order: medians, then p90s."""
+"""bench/identification.py's objects, in the README's order."""
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -239,6 +245,42 @@ FIGURES = (
         ("pyramidal_disc_stopping_mm[0]", "pyramidal_disc_stopping_mm[1]", "pyramidal_disc_stopping_mm[2]"),
         (".1f", ".1f", ".1f"),
     ),
+    *(
+        Figure(
+            f"{label} | {{}} ({{}}) | {{}} ({{}}) |",
+            "real_pushes",
+            tuple(f"{model}_all_{key}" for key in REAL_PUSH_KEYS),
+            (".2f",) * 4,
+        )
+        for model, label in (
+            ("fine_default_before", "the fine model as it was (MuJoCo's own support contacts)"),
+            ("fine", "the planner's fine model now (`support: torsion`)"),
+            ("fine_world", "the simulated world (`support: points`, 8, with tilt and libccd)"),
+            ("analytical", "the analytical coarse model (`analytical_rotation: limit_surface`)"),
+            ("identified_k5", "the fine model identified from 5 pushes of the object, on its others"),
+            ("no_motion", "the object does not move"),
+        )
+    ),
+    *(
+        Figure(
+            f"| {label} | {pushes} | {{}} mm {{}} deg; {{}} mm {{}} deg | {{}} mm {{}} deg; {{}} mm {{}} deg | "
+            "{} mm {} deg |",
+            "real_pushes",
+            (*(f"fine_{name}_{key}" for key in REAL_PUSH_ORDER),
+             *(f"fine_world_{name}_{key}" for key in REAL_PUSH_ORDER),
+             f"identified_k5_{name}_position_error_median_mm", f"identified_k5_{name}_yaw_error_median_deg"),
+            (".2f",) * 10,
+        )
+        for name, label, pushes in (("rect1", "square `rect1`", 9), ("ellip1", "disc `ellip1`", 9),
+                                    ("ellip3", "ellipse `ellip3`", 7), ("hex", "hexagon `hex`", 10),
+                                    ("butter", "`butter` (non-convex)", 27))
+    ),
+    Figure(
+        "the grid method (cell maps rendered into the fine model) was worse here, {} ({}) mm / {} ({}) deg pooled",
+        "real_pushes",
+        tuple(f"identified_grid_k5_all_{key}" for key in REAL_PUSH_KEYS),
+        (".2f",) * 4,
+    ),
 )
 
 
@@ -301,6 +343,8 @@ SECTIONS_WITH_FIGURES = (
     ("**Fine model defaults**", "**Schedule `auto`**"),
     ("`result.sensitivity` says", "From a recorded run"),
     ("### The prediction service on a Ray cluster", "## Running several stacks"),
+    ("Pooled over the five objects", "![Recorded and predicted paths"),
+    ("| square `rect1` |", "The world meets every target"),
 )
 """README passages (start, end marker) whose measured figures must all be traced."""
 MEASURED = re.compile(r"~?<?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?:x| ?(?:%|ms|mm|deg))(?!\w)")

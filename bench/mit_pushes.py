@@ -26,7 +26,8 @@ synchronised (``../shared/real_pushes/README.md``). Each push becomes one record
   point touches the outline (distance = pusher radius), instead of replaying the gap.
 - **Controls**: the path is cut where the tip has travelled each further ``SEGMENT_TRAVEL``
   (10 mm; a last piece shorter than half of it joins the one before), the cut times rounded
-  to whole milliseconds; each control is the tip's mean velocity over its piece. The states
+  to whole multiples of ``TIME_GRID`` (25 ms: the grid identification's step; at 10-150 mm/s
+  a piece is then 10 mm +- 0.25-3.75 mm); each control is the tip's mean velocity over its piece. The states
   at the cuts are the recorded object poses (twists by central differences over 20 ms; the
   pusher's velocity is its piece's control; zero at the start).
 
@@ -72,6 +73,10 @@ PUSHER_FRICTION = 0.25
 
 SEGMENT_TRAVEL = 0.01
 """m of tip travel per control."""
+
+TIME_GRID = 0.025
+"""s: the cut times are whole multiples of this, so that both the fine model (1 ms steps) and the
+grid identification's differentiable model (25 ms steps) can replay the controls."""
 
 _YAW_FLIP = 0.5 * np.pi
 _NAME = re.compile(r"shape=(?P<object>[a-z0-9]+)_a=.*_v=(?P<speed>[0-9.]+)_i=(?P<side>[0-9.]+)"
@@ -178,8 +183,9 @@ def convert_push(spec: ObjectSpec, push: RawPush) -> RecordedPush:
     if marks.size and travel[-1] - marks[-1] < 0.5 * SEGMENT_TRAVEL:
         marks = marks[:-1]
     cuts = np.concatenate([[0.0], np.interp(marks, travel, push.times), [push.times[-1]]])
-    cuts = np.unique(np.round(cuts * 1000.0) / 1000.0)
-    cuts = cuts[cuts <= push.times[-1]]
+    cuts = np.unique(np.round(cuts / TIME_GRID) * TIME_GRID)
+    cuts = cuts[cuts <= push.times[-1] + 1e-9]
+    cuts = np.round(cuts, 6)
     at = lambda values, when: np.stack(  # noqa: E731 - column-wise interpolation
         [np.interp(when, push.times, values[:, axis]) for axis in range(values.shape[1])], axis=-1)
     tips, pose = at(tip, cuts), at(poses, cuts)

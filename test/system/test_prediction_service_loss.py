@@ -3,7 +3,7 @@
 The MPC must notice within a call's deadline (one control period with the ``realtime``
 planner, not the 30 s ``service_timeout``), say so in the feedback, re-plan with a local engine
 of the same model config (``on_service_loss: local``, the default) and go on: the goal ends
-with a task outcome, never the service's error, and the pusher never moves without a plan
+SUCCESS (README.md), never with the service's error, and the pusher never moves without a plan
 (read from the MCAP recording: every non-zero arm command lies within the two controls of the
 last ControlSequence the MPC sent, plus the executor's deceleration).
 """
@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -51,6 +52,9 @@ def test_a_killed_prediction_service_mid_goal_is_replaced_by_a_local_engine(tmp_
     demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ))
     lines, killed_at = [], None
+    # the demo ends itself (--timeout 150); a demo that hangs is killed, ending its output
+    watchdog = threading.Timer(240.0, demo.kill)
+    watchdog.start()
     try:
         for line in demo.stdout:
             lines.append(line)
@@ -59,15 +63,15 @@ def test_a_killed_prediction_service_mid_goal_is_replaced_by_a_local_engine(tmp_
                 assert len(services) == 1, f"prediction_service processes: {services}"
                 os.kill(services[0], signal.SIGKILL)
                 killed_at = time.time()
-        demo.wait(timeout=240)
+        demo.wait(timeout=30)
     finally:
+        watchdog.cancel()
         if demo.poll() is None:
             demo.kill()
     output = "".join(lines)
     assert killed_at is not None, f"the goal never started:\n{output[-3000:]}"
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["outcome"] not in ("ERROR", "STACK_ERROR"), (metrics["outcome"], metrics["failure_reason"])
-    assert metrics["outcome"] == "SUCCESS" or metrics["failure_reason"], metrics
+    assert metrics["outcome"] == "SUCCESS", (metrics["outcome"], metrics["failure_reason"], output[-3000:])
     assert "prediction service lost" in output and "local engine" in output, output[-3000:]
     # noticed within a call's deadline of the next prediction (the MPC log's ROS wall-clock stamp)
     log = (out / "logs" / "mpc.log").read_text()

@@ -39,6 +39,25 @@ def test_patches_are_read_and_checked():
         scene_with({**HAMMER, "patches": [{"density": 3.0}]})
 
 
+U_SHAPE = [[0, 0], [0.1, 0], [0.1, 0.08], [0.07, 0.08], [0.07, 0.03], [0.03, 0.03], [0.03, 0.08], [0, 0.08]]
+
+
+@pytest.mark.parametrize(("center", "half_extents", "inside"), [
+    ([0.015, 0.05], [0.01, 0.02], True),   # in the left arm
+    ([0.05, 0.015], [0.04, 0.01], True),   # in the base
+    ([0.04, 0.045], [0.026, 0.014], False),  # corners in both arms, spanning the notch (no vertex inside it)
+    ([0.05, 0.04], [0.01, 0.02], False),   # in the notch
+])
+def test_a_patch_of_a_non_convex_object_must_not_span_a_notch(center, half_extents, inside):
+    patched = {"name": "u", "shape": "polygon", "vertices": U_SHAPE, "mass": 1.0,
+               "patches": [{"center": center, "half_extents": half_extents, "mass": 0.1}]}
+    if inside:
+        assert scene_with(patched).objects[0].patches[0].center == tuple(center)
+    else:
+        with pytest.raises(SceneError, match=r"objects\[u\].patches\[0\]: the region must lie inside"):
+            scene_with(patched)
+
+
 def test_the_fine_model_builds_one_body_whose_mass_and_friction_follow_the_patches():
     scene = scene_with(HAMMER)
     fine = FineModel(scene)

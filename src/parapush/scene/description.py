@@ -214,19 +214,38 @@ class ObjectSpec:
         return bool(self.outline.contains(np.asarray(point, dtype=float), tolerance))
 
     def _contains_region(self, patch: ObjectPatch, tolerance: float = 1e-9) -> bool:
-        """Whether the patch's rectangle lies inside the outline: its corners inside, and
-        (a non-convex outline) no outline vertex strictly inside it."""
+        """Whether the patch's rectangle lies inside the outline: its corners inside, and (a
+        non-convex outline) no outline edge passing through its inside (which also catches a
+        rectangle spanning a notch whose vertices all lie outside it)."""
         if not all(self.contains(corner, tolerance) for corner in patch.corners()):
             return False
         if self.outline.is_convex:
             return True
-        gap = np.abs(self.outline.boundary() - np.asarray(patch.center)) - np.asarray(patch.half_extents)
-        return not bool(np.any(np.all(gap < -tolerance, axis=-1)))
+        return not _edges_enter_rectangle(self.outline.boundary(), np.asarray(patch.center),
+                                          np.asarray(patch.half_extents) - tolerance)
 
     @property
     def bounding_radius(self) -> float:
         """Radius of the smallest disc around the object's origin (its pose) that contains it, m."""
         return self.outline.bounding_radius
+
+
+def _edges_enter_rectangle(vertices: np.ndarray, center: np.ndarray, half_extents: np.ndarray) -> bool:
+    """Whether any edge of the closed polygon ``vertices`` (N, 2) passes through the open
+    axis-aligned rectangle (``center``, ``half_extents``): Liang-Barsky clipping of every edge."""
+    starts = vertices - center
+    moves = np.roll(vertices, -1, axis=0) - vertices
+    low, high = np.zeros(len(starts)), np.ones(len(starts))
+    for axis in range(2):
+        for sign in (-1.0, 1.0):  # the slab sign * (start + t move) < half_extent
+            speed, room = sign * moves[:, axis], half_extents[axis] - sign * starts[:, axis]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                bound = room / speed
+            parallel = speed == 0.0
+            low = np.where(~parallel & (speed < 0.0), np.maximum(low, bound), low)
+            high = np.where(~parallel & (speed > 0.0), np.minimum(high, bound), high)
+            high = np.where(parallel & (room <= 0.0), -1.0, high)
+    return bool(np.any(low < high))
 
 
 def _body_outline(body: ObjectSpec | Obstacle, where: str) -> Outline:

@@ -28,6 +28,7 @@ from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg
 from parapush.nodes.mpc import MpcNode
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+from parapush.prediction import ModelConfig
 from parapush.scene import load_scene
 
 SCENE_DATA = {
@@ -62,7 +63,9 @@ class Plant:
 
     def __init__(self, context, scene):
         self.scene = scene
-        self.model = AnalyticalCoarseModel(scene)
+        # the analytical model as the MPC node's configured coarse model moves objects (model.yaml's
+        # analytical_rotation): the plant is the planner's own model, as the tests here are about the loop
+        self.model = AnalyticalCoarseModel(scene, rotation=ModelConfig().analytical_rotation)
         layout = scene.layout
         self.state = layout.compose(scene.pusher.position, np.array([spec.pose for spec in scene.objects]))
         self.node = rclpy.create_node("plant", context=context)

@@ -120,10 +120,14 @@ def test_process_backend_is_bit_identical_and_survives_killed_workers(fine_model
         np.testing.assert_array_equal(backend.propagate(states, controls, durations), reference)
         assert backend.replaced_workers == 1
 
-        # killed during a call, right after it was sent its chunk: the chunk is resubmitted
+        # killed during a call, right after it was sent its chunk: the chunk is resubmitted. Pushes of
+        # 2 s keep the victim busy ~0.1 s, so it cannot answer before the kill lands (with the short
+        # ones it sometimes did on a loaded machine, and its death was only seen at the next call)
+        long_durations = np.full_like(durations, 2.0)
+        long_reference = fine_model.propagate(states, controls, long_durations)
         victim = backend.worker_pids[1]
         kill_after_next_request(backend, 1)
-        np.testing.assert_array_equal(backend.propagate(states, controls, durations), reference)
+        np.testing.assert_array_equal(backend.propagate(states, controls, long_durations), long_reference)
         assert backend.replaced_workers == 2 and victim not in backend.worker_pids
 
 

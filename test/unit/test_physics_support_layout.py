@@ -134,3 +134,14 @@ def test_identified_support_friction_reaches_every_support_contact():
                  if mj.pair_geom1[p] == table and mj.pair_geom2[p] in supports]
     assert frictions == pytest.approx([0.3] * 6)
     assert variants.current().support_friction == pytest.approx(0.3)
+
+
+def test_the_torsional_friction_follows_the_identified_support_friction():
+    settings = FineSettings(support="torsion")
+    model = FineModel(scene_from_dict(plate_scene({"shape": "cylinder", "radius": 0.0525})), settings)
+    variants = ObjectModelVariants(model, 0)
+    parameters = ObjectParameters(mass=0.98, support_friction=0.3, pusher_friction=0.25, com_offset=(0.0, 0.0))
+    variants.apply(model.mj_model, parameters)
+    (pair,) = [p for p in range(model.mj_model.npair) if model.mj_model.pair_dim[p] == 4]
+    radius = uniform_pressure_radius(model.scene.objects[0].outline)
+    assert model.mj_model.pair_friction[pair, :3] == pytest.approx([0.3, 0.3, 0.3 * radius])

@@ -56,6 +56,12 @@ class ObjectModelVariants:
         spec = fine_model.scene.objects[object_index]
         self._support_pairs = [self._pair(model, "table", geom)
                                for geom in object_geom_names(object_index, spec, "support", fine_model.settings)]
+        # a torsion support's torsional friction is the sliding one times the outline's uniform-pressure
+        # radius (FineSettings.support 'torsion'): it follows the identified support friction
+        torsional = model.pair_dim[self._support_pairs] == 4
+        self._torsion_pairs = np.asarray(self._support_pairs)[torsional]
+        pairs = self._torsion_pairs
+        self._torsion_radius = model.pair_friction[pairs, 2] / model.pair_friction[pairs, 0]
         self._pusher_pairs = [self._pair(model, "pusher_collider", geom)
                               for geom in object_geom_names(object_index, spec, "collider")]
         self._patches = fine_model.scene.objects[object_index].patches
@@ -105,6 +111,7 @@ class ObjectModelVariants:
             model.body_inertia[body] = self._inertia_per_kg * parameters.mass
             model.body_ipos[body] = (*parameters.com_offset, self._com_height)
         model.pair_friction[self._support_pairs, :2] = parameters.support_friction
+        model.pair_friction[self._torsion_pairs, 2] = parameters.support_friction * self._torsion_radius
         model.pair_friction[self._pusher_pairs, :2] = parameters.pusher_friction
 
     def current(self, model: mujoco.MjModel | None = None) -> ObjectParameters:

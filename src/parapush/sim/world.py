@@ -471,7 +471,8 @@ class SimWorld:
     def _apply_sample(self, index: int, sample: ObjectContactSample) -> None:
         model = self._model
         table_pair, pusher_pair = self._table_pair[index], self._pusher_pair[index]
-        model.pair_friction[table_pair, :2] = self._nominal_friction[table_pair, :2] * sample.table_friction_scale
+        # the sliding and (a torsion support's) torsional coefficients scale together
+        model.pair_friction[table_pair, :3] = self._nominal_friction[table_pair, :3] * sample.table_friction_scale
         model.pair_friction[pusher_pair, :2] = self._nominal_friction[pusher_pair, :2] * sample.pusher_friction_scale
         geoms = self._support_geom[index]
         model.geom_pos[geoms, :2] = self._nominal_support_position[index][:, :2] + sample.friction_centre_offset

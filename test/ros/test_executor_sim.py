@@ -153,11 +153,14 @@ class Client:
         return self._fresh("sim_values", timeout, "simulated driver diagnostics")
 
     def connected(self) -> bool:
-        """The executor's twist publisher and controls subscription are matched with ours, and the
-        twist topic has the simulated arm's subscription besides ours (a first push sent before
-        the arm subscribed would not move it, and the executor's motion check would latch a stop)."""
+        """The executor's twist publisher and controls subscription are matched with ours, the twist
+        topic has the simulated arm's subscription besides ours, and the arm itself reports a matched
+        twist publisher (its diagnostics' ``twist_publishers``): a first push sent before the arm's
+        subscription matched the executor's publisher would not move it (seen once in a fresh-clone CI
+        run: the world did not move in the first push), and the executor's motion check would latch."""
         return (self.twist_subscription.get_publisher_count() >= 1 and self.publisher.get_subscription_count() >= 1
-                and self.node.count_subscribers(TWIST_TOPIC) >= 2)
+                and self.node.count_subscribers(TWIST_TOPIC) >= 2
+                and int(self.fresh_sim_values().get("twist_publishers", "0")) >= 1)
 
     def received(self, since: float) -> list[tuple[float, np.ndarray]]:
         with self.lock:
@@ -271,7 +274,7 @@ def stack(tmp_path, ros_context, spinning):
         wait_until(lambda: processes.check() or client.status.get("level") == "0", 30.0,
                    what="the executor ready (tool held, valid state)", period=0.05)
         wait_until(lambda: client.sim_message == "pusher held", 2.0, what="the pusher held by the gripper")
-        wait_until(client.connected, 5.0, what="the executor's topics matched")
+        wait_until(client.connected, 10.0, what="the executor's topics matched")
         yield client, processes
     finally:
         processes.stop_all()
@@ -304,7 +307,7 @@ def robot(tmp_path, ros_context, spinning):
                    what="the pusher held by the gripper", period=0.05)
         assert process.poll() is None, f"the executor exited: {log_path.read_text()}"
         wait_until(lambda: client.status.get("level") == "0", 10.0, what="the executor ready with a valid state")
-        wait_until(client.connected, 5.0, what="the executor's topics matched")
+        wait_until(client.connected, 10.0, what="the executor's topics matched")
         yield driver_node, client, process
     finally:
         if process is not None and process.poll() is None:

@@ -132,8 +132,8 @@ class SimDriverNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_service(UntrackBody, "~/untrack_body", self._untrack_body)
         self._rejected = 0
-        self.create_subscription(TwistStamped, values["twist_topic"], self._on_twist, 10,
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self._twists = self.create_subscription(TwistStamped, values["twist_topic"], self._on_twist, 10,
+                                                callback_group=MutuallyExclusiveCallbackGroup())
         self._true_state = self.create_publisher(SceneState, "/sim/true_state", 10)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_timer(1.0 / values["true_state_rate"], self._publish_true_state)
@@ -198,6 +198,8 @@ class SimDriverNode(Node):
         values: dict[str, str] = {}
         _flatten("", dataclasses.asdict(status), values)
         values["rejected_twists"] = str(self._rejected)
+        # how many twist publishers the arm is matched with: the executor's twists reach it once >= 1
+        values["twist_publishers"] = str(self._twists.get_publisher_count())
         values.update({name: str(self.get_parameter(name).value) for name in self._faults})
         diagnostic = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{self.get_name()}: simulated devices",
                                       hardware_id="mujoco",

@@ -48,6 +48,7 @@ import numpy as np
 
 from parapush.identification.identifier import PushRecord
 from parapush.identification.recorded_pushes import RecordedPush, RecordedPushes, save_recorded_pushes
+from parapush.physics.planar_geometry import rotate
 from parapush.scene import ObjectSpec, StateLayout
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "real_pushes"
@@ -124,15 +125,12 @@ def read_raw_pushes(folder: Path = DATA) -> dict[str, list[RawPush]]:
 
 def _body_points(points: np.ndarray, pose: np.ndarray) -> np.ndarray:
     """World points (..., 2) in the body frame of ``pose`` (x, y, yaw)."""
-    cos, sin = np.cos(pose[2]), np.sin(pose[2])
-    offset = points - pose[:2]
-    return np.stack([cos * offset[..., 0] + sin * offset[..., 1], -sin * offset[..., 0] + cos * offset[..., 1]], -1)
+    return rotate(points - pose[:2], -pose[2])
 
 
 def object_spec(name: str, outline: np.ndarray, turn: float) -> ObjectSpec:
     """The recorded object as a scene object at the origin, its outline turned by ``turn`` rad."""
-    cos, sin = np.cos(turn), np.sin(turn)
-    vertices = outline @ np.array([[cos, sin], [-sin, cos]])
+    vertices = rotate(outline, turn)
     common = {"name": name, "height": THICKNESS, "mass": MASSES[name], "friction": ABS_FRICTION}
     extents = np.abs(vertices).max(axis=0)
     if name == "rect1":

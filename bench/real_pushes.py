@@ -63,6 +63,7 @@ from parapush.identification.recorded_pushes import RecordedPushes
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
+from parapush.physics.planar_geometry import rotate
 from parapush.prediction import load_model_config
 from parapush.scene import Scene, wrap_angle
 from parapush.sim.world import REALITY_PROXY_PHYSICS
@@ -283,14 +284,12 @@ def plot(objects: dict[str, RecordedPushes], path: Path) -> None:
         for label, states in paths.items():
             colour, line = styles[label]
             x, y, yaw = states[-1, 2:5]
-            cos, sin = np.cos(yaw), np.sin(yaw)
-            corners = outline @ np.array([[cos, sin], [-sin, cos]]) + [x, y]
+            corners = rotate(outline, yaw) + [x, y]
             axis.add_patch(Polygon(corners * 1000.0, closed=True, fill=False, edgecolor=colour, linestyle=line))
             axis.plot(states[:, 2] * 1000.0, states[:, 3] * 1000.0, color=colour, linestyle=line, label=label)
         axis.plot(record.states[:, 0] * 1000.0, record.states[:, 1] * 1000.0, color="0.5", marker=".", label="pusher")
         x, y, yaw = record.states[0, 2:5]
-        cos, sin = np.cos(yaw), np.sin(yaw)
-        start = (outline @ np.array([[cos, sin], [-sin, cos]]) + [x, y]) * 1000.0
+        start = (rotate(outline, yaw) + [x, y]) * 1000.0
         axis.add_patch(Polygon(start, closed=True, fill=False, edgecolor="0.7", label="start"))
         axis.set_aspect("equal")
         axis.set_title(f"{name}: turn {np.degrees(record.states[-1, 4] - record.states[0, 4]):.0f} deg")

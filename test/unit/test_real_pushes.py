@@ -15,6 +15,7 @@ sys.path.insert(0, str(BENCH))
 import mit_pushes  # noqa: E402
 import real_pushes  # noqa: E402
 from parapush.physics.fine import FineModel  # noqa: E402
+from parapush.physics.planar_geometry import rotate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -23,12 +24,6 @@ def recorded():
         f"the recorded pushes are missing: {mit_pushes.DATA} (../shared/real_pushes beside the repository)")
     raw = mit_pushes.read_raw_pushes()
     return {name: mit_pushes.convert_object(name, raw=raw) for name in mit_pushes.OBJECTS}
-
-
-def body_frame(points: np.ndarray, pose: np.ndarray) -> np.ndarray:
-    cos, sin = np.cos(pose[2]), np.sin(pose[2])
-    offset = points - pose[:2]
-    return np.array([cos * offset[0] + sin * offset[1], -sin * offset[0] + cos * offset[1]])
 
 
 def test_every_object_and_push_is_converted(recorded):
@@ -43,7 +38,7 @@ def test_the_replay_puts_the_pusher_at_contact(recorded):
         scene = pushes.scene
         for push in pushes.pushes:
             first = push.record.states[0]
-            gap = float(scene.objects[0].outline.signed_distance(body_frame(first[:2], first[2:5])))
+            gap = float(scene.objects[0].outline.signed_distance(rotate(first[:2] - first[2:4], -first[4])))
             assert gap == pytest.approx(scene.pusher.radius, abs=2e-5), f"{name} {push.name}"
             # the object starts at rest at the origin; the pusher starts at rest
             np.testing.assert_array_equal(first[2:4], 0.0)

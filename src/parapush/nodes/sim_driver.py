@@ -11,6 +11,14 @@ Fault injection from outside (tests, users): the ``faults.*`` parameters may be 
 time (``ros2 param set /sim_driver faults.natnet_loss 0.3``: NatNet datagram loss, arm fault,
 gripper fault code, gripper not answering), and the ``~/untrack_body`` service
 (parareal_pushing/srv/UntrackBody) streams one body untracked for a while.
+
+Between tasks (benchmarks, tests): the ``~/reset_world`` service (std_srvs/Trigger) puts the
+world back to the scene file's initial state (:meth:`parapush.sim.driver.SimDriver.reset`:
+poses at rest, the arm halted at the pusher, the contact noise redrawn from the continuing
+generator, a diverged world recovered); the devices keep running (the NatNet stream goes on,
+so the estimator sees the pusher and the objects jump back; the gripper is not touched and
+holds the pusher again at once when it was closed on it) and injected faults stay as set.
+Refused (success false) when the world cannot be stopped or restarted.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from parareal_pushing.srv import UntrackBody
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from std_srvs.srv import Trigger
 
 from parapush.execution.commands import TwistCommand
 from parapush.graph import config_dir
@@ -131,7 +140,9 @@ class SimDriverNode(Node):
                 self._apply_fault(name, values[name])
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_service(UntrackBody, "~/untrack_body", self._untrack_body)
+        self.create_service(Trigger, "~/reset_world", self._reset_world)
         self._rejected = 0
+        self._resets = 0
         self._twists = self.create_subscription(TwistStamped, values["twist_topic"], self._on_twist, 10,
                                                 callback_group=MutuallyExclusiveCallbackGroup())
         self._true_state = self.create_publisher(SceneState, "/sim/true_state", 10)
@@ -188,6 +199,22 @@ class SimDriverNode(Node):
         self.get_logger().warning(f"fault injection: {response.message}")
         return response
 
+    def _reset_world(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Back to the scene's initial state (see the module docstring); the message names the pusher's position."""
+        try:
+            self.driver.reset()
+        except (RuntimeError, ValueError) as error:
+            response.success, response.message = False, f"world not reset: {error}"
+            self.get_logger().error(response.message)
+            return response
+        self._resets += 1
+        pusher = self.scene.pusher.position
+        response.success = True
+        response.message = (f"world reset to scene '{self.scene.name}' (reset {self._resets}): pusher at "
+                            f"({pusher[0]:.4f}, {pusher[1]:.4f}) m, objects at their initial poses, at rest")
+        self.get_logger().info(response.message)
+        return response
+
     def _publish_true_state(self) -> None:
         snapshot = self.driver.world.snapshot()
         now = self.get_clock().now().nanoseconds * 1e-9
@@ -198,6 +225,7 @@ class SimDriverNode(Node):
         values: dict[str, str] = {}
         _flatten("", dataclasses.asdict(status), values)
         values["rejected_twists"] = str(self._rejected)
+        values["world_resets"] = str(self._resets)
         # how many twist publishers the arm is matched with: the executor's twists reach it once >= 1
         values["twist_publishers"] = str(self._twists.get_publisher_count())
         values.update({name: str(self.get_parameter(name).value) for name in self._faults})

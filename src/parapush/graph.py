@@ -20,6 +20,8 @@ DEFAULT_SCENE = "clutter_fig1.yaml"
 WILDCARD_SECTION = "/**"
 """A parameter file's section that applies to every node given the file (ROS 2 wildcard)."""
 LOOPBACK_HOST_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
+MAX_NICE = 19
+"""The lowest scheduling priority a node may ask for (Linux nice values: 0 default, 19 lowest)."""
 
 
 class GraphError(ValueError):
@@ -42,6 +44,14 @@ class NodeEntry:
             used up, its next exit shuts the stack down) or "shutdown" (the stack stops).
         respawn_delay: s between the exit and the restart (respawn only).
         max_restarts: restarts allowed, >= 1 (respawn only).
+        nice: the node's scheduling niceness, an integer in [0, ``MAX_NICE``]: 0 (the default
+            priority) for the nodes that must keep their rates whatever else runs (the state
+            estimator, the executor, the drivers); positive (lower priority) for work that may
+            slow down under overload (planning, the prediction service's fine workers,
+            visualization). The bringup sets it in the child before ``exec`` and the launch files
+            start the node under ``nice -n``, so every thread and worker process the node starts
+            inherits it. Negative values (a higher priority than the default) would need
+            privileges and are refused.
     """
 
     name: str
@@ -51,6 +61,7 @@ class NodeEntry:
     on_exit: str
     respawn_delay: float | None = None
     max_restarts: int | None = None
+    nice: int = 0
 
     def __post_init__(self) -> None:
         for field_name in ("name", "executable"):
@@ -67,6 +78,9 @@ class NodeEntry:
             raise GraphError(f"nodes[{self.name!r}].profiles: expected a non-empty subset of {PROFILES}, got {unknown}")
         if self.on_exit not in ON_EXIT:
             raise GraphError(f"nodes[{self.name!r}].on_exit: expected one of {ON_EXIT}, got {self.on_exit!r}")
+        if isinstance(self.nice, bool) or not isinstance(self.nice, int) or not 0 <= self.nice <= MAX_NICE:
+            raise GraphError(f"nodes[{self.name!r}].nice: expected an integer in [0, {MAX_NICE}] "
+                             f"(0: the default priority), got {self.nice!r}")
         if self.on_exit == "shutdown":
             for field_name in ("respawn_delay", "max_restarts"):
                 if getattr(self, field_name) is not None:

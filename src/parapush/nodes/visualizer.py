@@ -14,19 +14,26 @@ publishes, in the table frame (``frame_id``):
   ``std_msgs/Float64``, for plots.
 
 Scene markers, paths and the two state signals go out at most once per ``publish_period`` of
-the states' stamps (at once when a stamp goes back, e.g. a restarted estimator).
+the states' stamps (at once when a stamp goes back, e.g. a restarted estimator). Scene states
+are received as CDR bytes and read (deserialized, converted) at most once per ``state_period``
+of their arrival: the estimator publishes on every mocap frame (120 Hz), more than the executed
+paths (thinned to ``path_spacing``) and the displays need, and each conversion takes CPU from
+the planner on a 2-core machine.
 The goal region and the target are the scene file's. The markers are built by the ROS-free
 :mod:`parapush.reporting.scene_markers`; this node only converts them.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 
 from geometry_msgs.msg import Point, PoseStamped
 from nav_msgs.msg import Path
 from parareal_pushing.msg import PredictedTrajectory, SceneState
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import ColorRGBA, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -49,6 +56,8 @@ PARAMETERS = (
     ParameterSpec("frame_id", "table", "frame of the markers and paths (the table frame)", allow_empty=False),
     ParameterSpec("publish_period", 0.1, "s between scene markers, executed paths and state signals",
                   minimum=0.0, maximum=10.0),
+    ParameterSpec("state_period", 0.0, "s after reading a scene state during which arriving ones are dropped unread "
+                  "(0: every state is read)", minimum=0.0, maximum=10.0),
     ParameterSpec("path_spacing", 0.005, "m a body moves before its executed path gets a new pose",
                   minimum=0.0, maximum=1.0),
     ParameterSpec("max_path_poses", 2000, "poses kept per executed path (the oldest go first)",
@@ -111,12 +120,22 @@ class VisualizerNode(Node):
         self.distance_publisher = self.create_publisher(Float64, "visualization/distance_to_goal", 10)
         self.speed_publisher = self.create_publisher(Float64, "visualization/pusher_speed", 10)
         self.replan_publisher = self.create_publisher(Float64, "visualization/replan_time", 10)
-        self.create_subscription(SceneState, "scene_state", self._on_state, 10)
+        self.state_period = values["state_period"]
+        self._last_read = -math.inf  # time.monotonic() the last scene state was read
+        self.create_subscription(SceneState, "scene_state", self._on_state_data, 10, raw=True)
         self.create_subscription(PredictedTrajectory, "planned_trajectory", self._on_plan, 10)
         self.get_logger().info(f"ready: scene '{self.scene.name}', markers in frame '{self.frame_id}'")
 
     def _header(self, stamp) -> Header:
         return Header(stamp=stamp, frame_id=self.frame_id)
+
+    def _on_state_data(self, data: bytes) -> None:
+        """The subscription's callback: a state's CDR bytes, read unless one was read within ``state_period``."""
+        now = time.monotonic()
+        if now - self._last_read < self.state_period:
+            return
+        self._last_read = now
+        self._on_state(deserialize_message(data, SceneState))
 
     def _on_state(self, message: SceneState) -> None:
         try:

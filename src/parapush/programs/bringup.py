@@ -8,7 +8,10 @@ any other node (or of a respawnable one out of restarts) stops the stack. Stoppi
 SIGTERM, or that policy) goes stage by stage in the graph's ``shutdown_order`` (the MPC and the
 executor first, the drivers last); each node gets SIGINT, then SIGTERM, then SIGKILL after
 timeouts. Children also die with the bringup (Linux ``PR_SET_PDEATHSIG``), so no node or
-worker is orphaned.
+worker is orphaned. Each child runs at its graph entry's ``nice`` (set between fork and exec,
+relative to the bringup's own niceness, as the launch files' ``nice -n`` prefix does), so the
+threads and worker processes a node starts inherit it: planning yields the CPU to the state
+estimator and the executor.
 
 Each profile runs on the network of ``config/network.yaml`` (:func:`isolated_bringup`): the sim
 profile on a ROS domain of its own with discovery on this machine and its simulated devices
@@ -30,12 +33,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from parapush.graph import (
     DEFAULT_SCENE,
+    MAX_NICE,
     PROFILES,
     NodeEntry,
     NodeGraph,
@@ -59,6 +63,20 @@ _PR_SET_PDEATHSIG = 1
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def child_setup(nice: int) -> Callable[[], None]:
+    """The function a node's child process runs between fork and exec: it dies with the bringup
+    (``PR_SET_PDEATHSIG``) and lowers its priority by ``nice`` (0..19; 0 leaves it as inherited)."""
+    if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
+        raise ValueError(f"nice: expected an integer in [0, {MAX_NICE}], got {nice!r}")
+
+    def setup() -> None:
+        _die_with_parent()
+        if nice:
+            os.nice(nice)  # the whole process: exec keeps it, and every thread it starts inherits it
+
+    return setup
 
 
 @dataclass
@@ -155,7 +173,7 @@ class Bringup:
                 stdout=output,
                 stderr=subprocess.STDOUT if output is not None else None,
                 env={**os.environ, **self.child_environment(), "PYTHONUNBUFFERED": "1"},
-                preexec_fn=_die_with_parent,
+                preexec_fn=child_setup(entry.nice),
             )
         finally:
             if output is not None:
@@ -173,6 +191,9 @@ class Bringup:
         """Start every node of the profile and the supervisor that applies the exit policy."""
         for line in self.describe_network():
             self._say(line)
+        lowered = [f"{entry.name} +{entry.nice}" for entry in self.graph.for_profile(self.profile) if entry.nice]
+        if lowered:
+            self._say(f"lower priority (nice): {', '.join(lowered)}; the others at the default")
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
         for entry in self.graph.for_profile(self.profile):

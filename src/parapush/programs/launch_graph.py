@@ -3,7 +3,8 @@
 Imported by the launch files in ``launch/``; :func:`generate_graph_launch_description` needs
 the ``launch`` and ``launch_ros`` packages of a full ROS 2 install (the pip wheels have none;
 there the bringup, :mod:`parapush.programs.bringup`, runs the same graph with the same exit
-policy). :func:`exit_policy_arguments` needs neither, so the policy is testable anywhere.
+policy). :func:`exit_policy_arguments` and :func:`priority_arguments` (the graph's ``nice``) need
+neither, so the policy is testable anywhere.
 
 The network is the bringup's (:func:`parapush.programs.bringup.prepare_network`, from
 ``config/network.yaml``): launch arguments ``domain`` (a number or auto), ``discovery_range``,
@@ -50,6 +51,13 @@ def exit_policy_arguments(entry: NodeEntry, shutdown: Callable[[str], object]) -
 
     return {"respawn": True, "respawn_delay": entry.respawn_delay, "respawn_max_retries": entry.max_restarts,
             "on_exit": on_exit}
+
+
+def priority_arguments(entry: NodeEntry) -> dict[str, object]:
+    """The ``launch_ros.actions.Node`` keyword arguments that apply ``entry.nice``: a ``nice -n``
+    prefix (relative to the launch's own niceness, as the bringup's ``os.nice`` in the child), or
+    none at the default priority."""
+    return {"prefix": f"nice -n {entry.nice}"} if entry.nice else {}
 
 
 def generate_graph_launch_description(profile: str):
@@ -113,6 +121,7 @@ def generate_graph_launch_description(profile: str):
                                 overrides.get(entry.name, {})],
                     arguments=["--ros-args", "--log-level", LaunchConfiguration("log_level")],
                     **exit_policy_arguments(entry, lambda reason: Shutdown(reason=reason)),
+                    **priority_arguments(entry),
                 )
             )
         return started

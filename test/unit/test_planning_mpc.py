@@ -85,6 +85,37 @@ def test_warm_start_is_the_shifted_previous_plan() -> None:
         np.testing.assert_allclose(candidate[3], previous.planned_controls[3])
 
 
+class ProposalSpy:
+    """The stochastic optimizer, recording each call's start state and proposals."""
+
+    def __init__(self, settings: OptimizerSettings) -> None:
+        self.inner = StochasticTrajectoryOptimizer(settings)
+        self.settings = settings
+        self.calls: list[tuple[np.ndarray, np.ndarray | None]] = []
+
+    def optimize(self, state, controls, model, cost, *, proposals=None):
+        self.calls.append((np.array(state), None if proposals is None else np.array(proposals)))
+        return self.inner.optimize(state, controls, model, cost, proposals=proposals)
+
+
+@pytest.mark.parametrize("replan_proposal", [True, False])
+def test_every_replan_is_offered_the_straight_line_push_from_its_state(replan_proposal) -> None:
+    scene = tiny_scene(target_position=(-0.15, 0.0), goal=(0.15, 0.05))
+    spy = ProposalSpy(OptimizerSettings(max_iterations=2, seed=0))
+    settings = MpcSettings(replan_proposal=replan_proposal)
+    loop = MpcLoop(scene, spy, glued_model(scene), CostFunction.from_config(scene, GOAL_ONLY), settings)
+    loop.run(glued_world(scene), max_controls=4)
+    assert len(spy.calls) == 4
+    assert spy.calls[0][1] is None  # the first plan starts from the straight line itself
+    for state, proposals in spy.calls[1:]:
+        if replan_proposal:
+            np.testing.assert_array_equal(proposals, settings.straight_line(scene, state, spy.settings)[None])
+        else:
+            assert proposals is None
+    with pytest.raises(ValueError, match="replan_proposal: expected true or false"):
+        MpcSettings(replan_proposal="yes")
+
+
 def test_obstacle_hit_when_the_cost_ignores_the_obstacle() -> None:
     post = Obstacle(name="post", radius=0.0375, pose=(0.0, 0.0, 0.0))
     scene = tiny_scene(target_position=(-0.15, 0.0), goal=(0.15, 0.0), obstacles=(post,))

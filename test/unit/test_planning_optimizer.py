@@ -235,3 +235,35 @@ def test_optimize_argument_validation() -> None:
         optimizer.optimize(np.full(10, np.nan), BAD_START, glued_model(scene), cost)
     with pytest.raises(TypeError, match="settings: expected OptimizerSettings"):
         StochasticTrajectoryOptimizer({"samples": 20})
+
+
+def test_a_cheaper_proposal_becomes_the_start_and_a_worse_one_changes_nothing() -> None:
+    scene, cost = quadratic_problem()
+    settings = OptimizerSettings(max_iterations=6, seed=3)
+    plain = StochasticTrajectoryOptimizer(settings).optimize(initial_state(scene), BAD_START, glued_model(scene), cost)
+    # a proposal worse than the start: the search is the plain one, sample for sample
+    worse = StochasticTrajectoryOptimizer(settings).optimize(
+        initial_state(scene), BAD_START, glued_model(scene), cost, proposals=np.tile([-0.1, 0.05], (1, 4, 1))
+    )
+    np.testing.assert_array_equal(worse.controls, plain.controls)
+    np.testing.assert_array_equal(worse.cost_history, plain.cost_history)
+    # the known optimum as a proposal: the search starts from it and never ends worse
+    optimum = known_optimum()
+    optimum_cost = cost.evaluate(glued_model(scene).predict(initial_state(scene), optimum[None], np.ones(4)),
+                                 optimum[None])[0]
+    helped = StochasticTrajectoryOptimizer(settings).optimize(
+        initial_state(scene), BAD_START, glued_model(scene), cost, proposals=optimum[None]
+    )
+    assert helped.cost_history[0] == pytest.approx(optimum_cost)
+    assert helped.cost <= optimum_cost
+    assert helped.cost < 0.1 * plain.cost
+
+
+def test_proposals_are_validated() -> None:
+    scene, cost = quadratic_problem()
+    optimizer = StochasticTrajectoryOptimizer(OptimizerSettings())
+    with pytest.raises(ValueError, match=r"proposals: expected shape \(M, 4, 2\)"):
+        optimizer.optimize(initial_state(scene), BAD_START, glued_model(scene), cost, proposals=np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="proposals: contains non-finite values"):
+        optimizer.optimize(initial_state(scene), BAD_START, glued_model(scene), cost,
+                           proposals=np.full((1, 4, 2), np.nan))

@@ -49,8 +49,8 @@ class SlowPlanner:
         self.ready_at: list[float] = []
         self.plans: list[OptimizationResult] = []
 
-    def optimize(self, state, controls, model, cost):
-        result = self.inner.optimize(state, controls, model, cost)
+    def optimize(self, state, controls, model, cost, *, proposals=None):
+        result = self.inner.optimize(state, controls, model, cost, proposals=proposals)
         self.clock.now += self.durations.get(len(self.plans), self.default)
         self.ready_at.append(self.world_time())
         self.plans.append(result)

@@ -26,7 +26,7 @@ import numpy as np
 
 from parapush.planning.costs import CostFunction
 from parapush.planning.initial_guess import shift_controls, straight_line_controls
-from parapush.planning.optimizer import StochasticTrajectoryOptimizer
+from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryOptimizer
 from parapush.planning.predictive_model import PredictiveModel
 from parapush.planning.termination import MpcOutcome, TaskStatus, TerminationCheck
 from parapush.scene import Scene
@@ -62,6 +62,9 @@ class MpcSettings:
         initial_speed: m/s, speed of the straight-line initial guess.
         approach_clearance: m, pusher/target gap at the straight line's pre-push point.
         warm_start_fill: how the shifted sequence is completed: ``"repeat"`` or ``"zero"``.
+        replan_proposal: every re-plan also starts from the straight-line push from its own
+            start state (``optimize(..., proposals=...)``), besides the shifted warm start; false:
+            the papers' warm start alone.
     """
 
     max_controls: int = 20
@@ -70,6 +73,7 @@ class MpcSettings:
     initial_speed: float = 0.05
     approach_clearance: float = 0.01
     warm_start_fill: str = "repeat"
+    replan_proposal: bool = True
 
     def __post_init__(self) -> None:
         if (
@@ -92,6 +96,19 @@ class MpcSettings:
             object.__setattr__(self, name, float(value))
         if self.warm_start_fill not in ("repeat", "zero"):
             raise ValueError(f"warm_start_fill: expected 'repeat' or 'zero', got {self.warm_start_fill!r}")
+        if not isinstance(self.replan_proposal, (bool, np.bool_)):
+            raise ValueError(f"replan_proposal: expected true or false, got {self.replan_proposal!r}")
+        object.__setattr__(self, "replan_proposal", bool(self.replan_proposal))
+
+    def straight_line(self, scene: Scene, state: np.ndarray, optimizer: OptimizerSettings) -> np.ndarray:
+        """The straight-line push (N, 2) m/s from ``state`` at ``initial_speed``
+        (:func:`~parapush.planning.initial_guess.straight_line_controls`)."""
+        return straight_line_controls(scene, state, optimizer.horizon, optimizer.control_duration,
+                                      self.initial_speed, approach_clearance=self.approach_clearance)
+
+    def proposals(self, scene: Scene, state: np.ndarray, optimizer: OptimizerSettings) -> np.ndarray | None:
+        """The re-plan's proposals (1, N, 2) m/s from ``state`` (None without ``replan_proposal``)."""
+        return self.straight_line(scene, state, optimizer)[None] if self.replan_proposal else None
 
 
 @dataclass(frozen=True)
@@ -311,14 +328,7 @@ class _Run:
             if status.finished:
                 return self.finish(status.outcome, status.reason)
             if initial_controls is None:
-                controls = straight_line_controls(
-                    loop.scene,
-                    state,
-                    settings.horizon,
-                    settings.control_duration,
-                    loop.settings.initial_speed,
-                    approach_clearance=loop.settings.approach_clearance,
-                )
+                controls = loop.settings.straight_line(loop.scene, state, settings)
             else:
                 controls = np.array(initial_controls, dtype=float)
                 if controls.shape != (settings.horizon, 2):
@@ -331,7 +341,8 @@ class _Run:
                     return self.finish(MpcOutcome.CANCELED, "canceled before planning")
                 planning_started = time.perf_counter()
                 plan = loop.optimizer.optimize(
-                    state, controls, loop.model, loop.cost.with_previous_control(previous)
+                    state, controls, loop.model, loop.cost.with_previous_control(previous),
+                    proposals=loop.settings.proposals(loop.scene, state, settings) if step else None,
                 )
                 planning = time.perf_counter() - planning_started
                 self.planning_time += planning

@@ -305,8 +305,13 @@ class MultiFidelityPlanner:
         initial_controls: np.ndarray,
         model: PredictiveModel,
         cost: TrajectoryCost,
+        *,
+        proposals: np.ndarray | None = None,
     ) -> OptimizationResult:
         """Plan from ``initial_state``; ``model`` is the corrector F~ (fine or Parareal).
+
+        ``proposals`` (M, N, 2) m/s go to the first round's coarse search
+        (:meth:`StochasticTrajectoryOptimizer.optimize`), so they can become elites.
 
         Returns:
             the chosen sequence with its CORRECTED trajectory and cost; ``iterations`` counts
@@ -335,7 +340,8 @@ class MultiFidelityPlanner:
             coarse_started = time.perf_counter()
             recorder = _RecordingModel(coarse_model)
             try:
-                search = searcher.optimize(initial_state, start_controls, recorder, cost)
+                search = searcher.optimize(initial_state, start_controls, recorder, cost,
+                                           proposals=proposals if rounds == 1 else None)
                 iterations += search.iterations
                 unstable += search.unstable_samples
             except AllPredictionsFailedError:

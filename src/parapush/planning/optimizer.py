@@ -31,6 +31,15 @@ One iteration i:
    (u*, C*) is what :meth:`optimize` returns. If no sequence of iteration i beat C*
    (the update went uphill), the next iteration restarts from u* instead of the update.
 
+Proposals (not in the papers): the first iteration may also roll out other starting points
+(``optimize(..., proposals=...)``; the MPC loops pass the straight-line push from the
+current state). They are not perturbations of u and get no weight in step 4; when one of
+them is cheaper than u and every sample, the search continues from it instead. A warm start
+carries the previous plan's momentum, and with nu = 1e-4 its samples stay within ~0.01 m/s
+of it: a pusher that slid off the target and passed it was pulled back only by the gap term
+and went round to the wrong side (issue 28's stalled demo run); the proposal lets the
+search jump back behind the target when that is cheaper.
+
 The loop stops after ``max_iterations`` iterations, or before an iteration that would
 end after ``time_budget`` (predicted from the longest iteration so far); at least one
 iteration always runs. With nu = 1e-4, S = 20, N = 4 and 1 s controls this is the
@@ -175,6 +184,18 @@ def sample_weights(costs: np.ndarray, sensitivity: float) -> np.ndarray:
     return weights / weights.sum()
 
 
+def _check_proposals(proposals: np.ndarray | None, settings: OptimizerSettings) -> np.ndarray:
+    """``proposals`` as a finite (M, N, 2) array clipped to the speed limit ((0, N, 2) for None)."""
+    if proposals is None:
+        return np.empty((0, settings.horizon, 2))
+    proposals = np.asarray(proposals, dtype=float)
+    if proposals.ndim != 3 or proposals.shape[1:] != (settings.horizon, 2):
+        raise ValueError(f"proposals: expected shape (M, {settings.horizon}, 2), got {proposals.shape}")
+    if not np.all(np.isfinite(proposals)):
+        raise ValueError("proposals: contains non-finite values")
+    return clip_to_speed(proposals, settings.max_speed)
+
+
 class StochasticTrajectoryOptimizer:
     """Derivative-free trajectory optimizer (see the module docstring for the update).
 
@@ -197,6 +218,8 @@ class StochasticTrajectoryOptimizer:
         initial_controls: np.ndarray,
         model: PredictiveModel,
         cost: TrajectoryCost,
+        *,
+        proposals: np.ndarray | None = None,
     ) -> OptimizationResult:
         """Optimize the control sequence from ``initial_state``.
 
@@ -206,6 +229,10 @@ class StochasticTrajectoryOptimizer:
                 warm start); clipped to the speed limit.
             model: the predictive model (one ``predict`` call per iteration).
             cost: the cost J (``evaluate(trajectories, controls) -> (S,)``).
+            proposals: (M, N, 2) m/s, other starting points (e.g. the straight-line push from
+                this state while the warm start holds a pusher that lost the target), clipped to
+                the speed limit and predicted with the first iteration's samples; when one costs
+                less than the start and every sample, the search goes on from it. None: none.
         Returns:
             the best sequence evaluated, with its trajectory and statistics.
         Raises:
@@ -223,6 +250,7 @@ class StochasticTrajectoryOptimizer:
         if not np.all(np.isfinite(current)):
             raise ValueError("initial_controls: contains non-finite values")
         current = clip_to_speed(current, settings.max_speed)
+        alternatives = _check_proposals(proposals, settings)
         durations = settings.durations
         dimension = initial_state.shape[0]
         noise_scale = math.sqrt(settings.exploration_variance)
@@ -242,7 +270,8 @@ class StochasticTrajectoryOptimizer:
                     stop_reason = "time_budget"
                     break
             noise = self.rng.normal(0.0, noise_scale, size=(settings.samples, settings.horizon, 2))
-            candidates = np.concatenate([current[None], clip_to_speed(current + noise, settings.max_speed)])
+            extra = alternatives if iteration == 0 else alternatives[:0]
+            candidates = np.concatenate([current[None], extra, clip_to_speed(current + noise, settings.max_speed)])
             perturbations = candidates - current
             trajectories = check_trajectories(
                 model.predict(initial_state, candidates, durations),
@@ -269,9 +298,13 @@ class StochasticTrajectoryOptimizer:
                 best_trajectory = trajectories[lowest].copy()
             history.append(best_cost)
             longest_iteration = max(longest_iteration, time.perf_counter() - iteration_started)
-            if improved:
-                weights = sample_weights(costs, settings.sensitivity)
-                step = np.einsum("k,knc->nc", weights, perturbations)
+            if improved and 1 <= lowest <= len(extra):  # a proposal beat the start and every sample
+                current = best_controls.copy()
+            elif improved:
+                sampled = np.ones(candidates.shape[0], dtype=bool)
+                sampled[1 : 1 + len(extra)] = False  # a proposal is not a perturbation of the start
+                weights = sample_weights(costs[sampled], settings.sensitivity)
+                step = np.einsum("k,knc->nc", weights, perturbations[sampled])
                 current = clip_to_speed(current + settings.step_size * step, settings.max_speed)
             else:
                 current = best_controls.copy()

@@ -48,7 +48,7 @@ import numpy as np
 
 from parapush.planning.async_world import AsyncWorld
 from parapush.planning.costs import CostFunction
-from parapush.planning.initial_guess import shift_controls, straight_line_controls
+from parapush.planning.initial_guess import shift_controls
 from parapush.planning.mpc import MpcOutcome, MpcSettings
 from parapush.planning.optimizer import OptimizationResult
 from parapush.planning.predictive_model import PredictiveModel
@@ -284,10 +284,15 @@ class _PipelinedRun:
         self.distance = status.distance_to_goal
         return state, status
 
-    def plan(self, state: np.ndarray, controls: np.ndarray, previous: np.ndarray) -> tuple[OptimizationResult, float]:
+    def plan(self, state: np.ndarray, controls: np.ndarray, previous: np.ndarray, *,
+             first: bool = False) -> tuple[OptimizationResult, float]:
+        """Optimize from ``state`` starting at ``controls``; a re-plan (not ``first``) also tries
+        the straight-line push from ``state`` (``MpcSettings.replan_proposal``)."""
         started = time.perf_counter()
         loop = self.loop
-        result = loop.optimizer.optimize(state, controls, loop.model, loop.cost.with_previous_control(previous))
+        proposals = None if first else loop.settings.proposals(loop.scene, state, loop.optimizer.settings)
+        result = loop.optimizer.optimize(state, controls, loop.model, loop.cost.with_previous_control(previous),
+                                         proposals=proposals)
         return result, time.perf_counter() - started
 
     def predict_one(self, state: np.ndarray, control: np.ndarray) -> np.ndarray:
@@ -334,15 +339,8 @@ class _PipelinedRun:
             state, status = self.observe()
             if status.finished:
                 return self.finish(status.outcome, status.reason)
-            guess = straight_line_controls(
-                loop.scene,
-                state,
-                settings.horizon,
-                duration,
-                loop.settings.initial_speed,
-                approach_clearance=loop.settings.approach_clearance,
-            )
-            plan, replan = self.plan(state, guess, np.zeros(2))
+            guess = loop.settings.straight_line(loop.scene, state, settings)
+            plan, replan = self.plan(state, guess, np.zeros(2), first=True)
             self.replan_times.append(replan)
             record = {"replan_time": replan, "fallback": False, "replanned_from_observation": False,
                       "prediction_error": math.nan, "cost": plan.cost}

@@ -131,8 +131,8 @@ class PlanRecorder:
     def settings(self):
         return self.planner.settings
 
-    def optimize(self, state, controls, model, cost) -> OptimizationResult:
-        result = self.planner.optimize(state, controls, model, cost)
+    def optimize(self, state, controls, model, cost, *, proposals=None) -> OptimizationResult:
+        result = self.planner.optimize(state, controls, model, cost, proposals=proposals)
         self.last = result
         self.iterations += int(result.iterations)
         return result

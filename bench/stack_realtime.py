@@ -438,20 +438,12 @@ class StackSession:
     """One stack (bringup + this process's ROS node, recorder and goal client) for one scene."""
 
     def __init__(self, scene_path: Path, log_dir: Path, settings: GoalSettings, record: bool) -> None:
-        import rclpy
-        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+        from diagnostic_msgs.msg import DiagnosticArray
         from parareal_pushing.action import PushObject
-        from rclpy.action import ActionClient
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import DurabilityPolicy, QoSProfile
         from rclpy.serialization import deserialize_message
         from std_srvs.srv import Trigger
 
-        from parapush.nodes.node_main import spin_wake_guard
-        from parapush.nodes.recorder import McapRecorder
         from parapush.programs.bringup import isolated_bringup
-        from parapush.programs.demo import RECORDED_TOPICS
         from parapush.scene import load_scene
 
         self.settings = settings
@@ -464,6 +456,26 @@ class StackSession:
         self._trigger = Trigger
         self.bringup = isolated_bringup("sim", str(scene_path), {}, log_dir)
         self.bringup.start()
+        try:
+            self._join(settings, record, log_dir)
+        except BaseException:
+            self.bringup.stop()
+            raise
+
+    def _join(self, settings: GoalSettings, record: bool, log_dir: Path) -> None:
+        """This process's node on the stack's network: recorder, goal client, service clients, spinner."""
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from rclpy.action import ActionClient
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from std_srvs.srv import Trigger
+
+        from parapush.nodes.node_main import spin_wake_guard
+        from parapush.nodes.recorder import McapRecorder
+        from parapush.programs.demo import RECORDED_TOPICS
+
         environment = self.bringup.child_environment()
         saved = {name: os.environ.get(name) for name in environment}
         os.environ.update(environment)  # rcl reads the discovery range at init
@@ -489,7 +501,7 @@ class StackSession:
         topics = RECORDED_TOPICS if record else {name: RECORDED_TOPICS[name] for name in listeners}
         self.recorder = McapRecorder(self.node, log_dir / "recording.mcap", topics, listeners=listeners)
         # before the spinner: rclpy's executor may read a half-built ActionClient
-        self.client = ActionClient(self.node, PushObject, "/push_object")
+        self.client = ActionClient(self.node, self._action, "/push_object")
         self.executor_latch: str | None = None  # the executor's latched stop reason (executor_status), else None
         self.node.create_subscription(DiagnosticStatus, "/executor_status", self._on_executor_status,
                                       QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -854,6 +866,8 @@ def main(argv: list[str] | None = None) -> int:
         nodes = sorted({name for record in records for name in record.cpu_s})
         print()
         print(table(_finite_or_none(rows), nodes))
+        for note in notes:
+            print("note: " + note)
         print(f"load after: {uptime()}; {minutes:.1f} min", flush=True)
         payload = {
             "bench": BENCH,

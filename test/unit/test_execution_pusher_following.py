@@ -96,6 +96,28 @@ def test_no_false_positive_with_the_arm_latency_at_the_configured_delay_and_more
     assert simulate([(0.05, 0.0, 1.0), (0.0, 0.05, 1.0)], seed=seed, arm_latency=(0.05, 0.1)) == []
 
 
+#: config/profile_sim.yaml's looser values (a simulated world that lags on a loaded machine).
+SIM_PROFILE = FollowingSettings(min_displacement=0.02, min_fraction=0.25, actuation_delay=0.2, max_estimate_gap=0.3)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("controls", [
+    pytest.param([(0.08, 0.0, 1.0)], id="push-then-stop"),
+    pytest.param([(0.08, 0.0, 0.27)], id="short-fallback-then-stop"),
+    pytest.param([(0.05, 0.05, 0.6), (0.0, 0.0, 0.5), (0.08, 0.0, 0.4)], id="stop-and-go"),
+])
+def test_no_false_positive_when_the_arm_is_quicker_than_the_configured_delay(controls, seed):
+    # The stack's demo latched "commanded 20.0 mm, moved 4.6 mm in 0.27 s" when a control queue ran
+    # out: the simulated arm stops within ~15 ms while the window assumed the profile's 0.2 s delay
+    assert simulate(controls, seed=seed, arm_latency=(0.005, 0.015), settings=SIM_PROFILE) == []
+
+
+@pytest.mark.parametrize("fault", ["dropped", "protective_stop"])
+def test_the_sim_profile_still_catches_a_pusher_that_stops_following(fault):
+    problems = simulate([(0.05, 0.0, 1.0), (0.0, 0.05, 1.0)], fault_at=0.7, fault=fault, settings=SIM_PROFILE)
+    assert problems and 0.7 < problems[0][0] <= 0.7 + 0.8, problems
+
+
 @pytest.mark.parametrize("fault", ["dropped", "protective_stop"])
 @pytest.mark.parametrize(("speed", "within"), [(0.05, 0.25), (0.1, 0.15), (0.02, 0.5)])
 def test_a_pusher_that_stops_following_is_detected_within_one_control(fault, speed, within):

@@ -7,6 +7,14 @@ For the target's final position p_N (m) and the goal centre g, radius r::
 The first part is the paper's terminal cost (m^2). The optional hinge (``outside_slope``,
 m^2 per m) keeps a constant pull towards the region while the target is outside it,
 where the quadratic's pull fades near the boundary; it is 0 inside the region.
+
+Scale (config/planner.yaml: 0.5): near the boundary the quadratic's pull, 2 r ~ 0.06 m^2 per m,
+is worth less than turning the pusher round: the smoothness term charges at least
+(delta v)^2 / N for a change of velocity delta v spread over the N controls, 2.5e-3 for
+0.1 m/s and N = 4. With the old 0.05 a target 5 mm outside the region was worth 2.5e-4 of
+hinge, a tenth of that: a pusher that had passed the target kept going and the task stalled
+at the region's edge for the rest of the goal (issue 28's demo run, and the CI failure of the
+tracking-loss test). With 0.5 the same 5 mm outside is worth the turn.
 """
 
 from __future__ import annotations

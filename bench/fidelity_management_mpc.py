@@ -31,11 +31,10 @@ from matplotlib.figure import Figure
 import reference as bench_reference
 from fine_model_cost import machine
 from make_crowded_scenes import crowded_scene, scene_yaml
-from parapush.planning import load_planner_config
-from parapush.planning.presets import DEFAULT_PRESET
+from parapush.planning.stack_planner import PlannerSources
 from parapush.scene import Scene, load_scene, scene_from_dict
 from parareal_common import format_table, write_results
-from realtime_mpc import NEW_SCENES, PLANNER_CONFIG, run_one
+from realtime_mpc import CONFIG, NEW_SCENES, planner_overrides, run_one
 
 SCENES = Path(__file__).resolve().parent.parent / "config" / "scenes"
 
@@ -106,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seeds = args.seeds
     load_before = bench_reference.load_average()
-    config = load_planner_config(PLANNER_CONFIG)
+    sources = PlannerSources.load(CONFIG)  # the MPC node's planner (config/mpc.yaml's preset)
+    planner = sources.preset.name
+    for fidelity in MPC_FIDELITIES:  # the only override: the fine model's fidelity
+        print(f"fidelity {fidelity}: overrides {planner_overrides(planner, sources, fidelity=fidelity)}")
     options = argparse.Namespace(quick=False)
     started = machine()
     print(started["uptime_at_start"], flush=True)
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, scene in mpc_scenes().items():
         for seed in seeds:
             for fidelity in MPC_FIDELITIES:
-                run = run_one(DEFAULT_PRESET, name, scene, seed, config, options, fidelity=fidelity)
+                run = run_one(planner, name, scene, seed, sources, options, fidelity=fidelity)
                 runs.append(run)
                 print(f"{name} seed {seed} {fidelity:>13}: {run['outcome']} after {run['controls']} controls, "
                       f"re-plan p50 {np.median(run['replan_times']):.3f} s, reruns {run['fidelity_reruns']}",
@@ -127,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                                     row["fidelity_reruns"]] for row in summary])
     print(table)
     ended = machine()
-    payload = {"planner": DEFAULT_PRESET, "seeds": seeds, "scene_seed": MPC_SCENE_SEED,
+    overrides = {fidelity: planner_overrides(planner, sources, fidelity=fidelity) for fidelity in MPC_FIDELITIES}
+    payload = {"planner": planner, "overrides": overrides, "seeds": seeds, "scene_seed": MPC_SCENE_SEED,
                "machine": {**started, "uptime_at_end": ended["uptime_at_start"]},
                "summary": summary, "runs": runs, "table": table}
     json_path, _ = write_results("fidelity_management_mpc", payload, mpc_figure(summary))

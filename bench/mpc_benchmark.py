@@ -23,6 +23,11 @@ optimizer. Total task time = planning + execution (ISRR Fig 7). A run ends on su
 leaves the table, another object enters the goal; termination rules of
 :mod:`parapush.planning.termination`) or after ``--max-controls`` controls (ISRR: 20).
 
+Construction: each run's planner is built as the MPC node builds its own
+(:func:`parapush.planning.stack_planner.build_planner` from ``config/planner.yaml``,
+``config/model.yaml`` and ``config/mpc.yaml``) with the overrides of :func:`model_overrides`
+(stored in every run's record as ``overrides``): the ``isrr2019`` preset with the run's model.
+
 Settings: ``config/planner.yaml`` (ISRR: S = 20 samples, variance 1e-4, N = 4 controls of
 1 s; cost weights) except the optimizer iterations per re-plan. The default is
 ``--max-iterations 3`` for EVERY model (the planner's own default is 10). Why: measured
@@ -68,7 +73,6 @@ and figure from all runs.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -82,22 +86,15 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from parapush.physics.backends import BACKEND_NAMES
-from parapush.planning import (
-    MpcLoop,
-    MpcOutcome,
-    MpcStep,
-    StochasticTrajectoryOptimizer,
-    load_planner_config,
-)
-from parapush.prediction import EnginePrediction, load_model_config
+from parapush.planning import MpcOutcome, MpcStep
+from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.scene import Scene, load_scene
 from parapush.sim.model_world import ModelWorld
 from parareal_common import RESULTS, available_cores, environment, format_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENE_DIR = ROOT / "config" / "scenes"
-PLANNER_CONFIG = ROOT / "config" / "planner.yaml"
-MODEL_CONFIG = ROOT / "config" / "model.yaml"
+CONFIG = ROOT / "config"
 MODELS = ("coarse", "parareal-1", "parareal-2", "parareal-3", "fine", "parareal-learned-1")
 """Model names, in table order."""
 LEARNED = "parareal-learned-1"
@@ -170,28 +167,33 @@ class TimedModel:
             close()
 
 
-def build_model(model: str, scene: Scene, backend: str, workers: int | None) -> tuple[Any, float | None]:
-    """(predictive model, speed limit of the model or None) for a benchmark model name: the
-    engine of config/model.yaml with the benchmark's model, K, coarse model, schedule and backend."""
+def model_overrides(model: str, scene: Scene, sources: PlannerSources, args: argparse.Namespace) -> dict[str, Any]:
+    """What the benchmark changes in the configuration files (``sources``) for a benchmark model
+    name: the sequential ``isrr2019`` preset with the model and K, the analytical (or learned)
+    coarse model, the schedule forced to ``parareal``, the backend, and the optimizer's
+    iterations, budget and seed; for the learned coarse model the speed limit of its trained
+    range (optimizer ``max_speed`` and MPC ``initial_speed``)."""
     if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; known: {MODELS}")
+        raise ValueError(f"model: unknown {model!r}; known: {MODELS}")
     learned = model.startswith("parareal-learned-")
     name = model.split("-", 1)[0]
-    config = dataclasses.replace(
-        load_model_config(MODEL_CONFIG),
-        name=name,
-        iterations=int(model.rsplit("-", 1)[1]) if name == "parareal" else 1,
-        coarse_model="learned" if learned else "analytical",
-        schedule=SCHEDULE,
-        backend=backend,
-        workers=workers,
-    )
-    speed_limit = None
+    overrides: dict[str, Any] = {
+        "preset": "isrr2019",
+        "optimizer": {"max_iterations": args.max_iterations, "time_budget": args.time_budget, "seed": args.seed},
+        "model": {"name": name, "iterations": int(model.rsplit("-", 1)[1]) if name == "parareal" else 1,
+                  "coarse_model": "learned" if learned else "analytical", "schedule": SCHEDULE,
+                  "backend": args.backend, "workers": args.workers},
+    }
     if learned:
         from parapush.learning.coarse_learned import LearnedCoarseModel
 
-        speed_limit = LearnedCoarseModel(scene, fine_settings=config.fine).max_speed
-    return EnginePrediction.build(scene, config), speed_limit
+        speed_limit = LearnedCoarseModel(scene, sources.model.learned_weights,
+                                         fine_settings=sources.model.fine).max_speed
+        if speed_limit < sources.planner.optimizer.max_speed:
+            overrides["optimizer"]["max_speed"] = speed_limit
+            if sources.planner.mpc.initial_speed > speed_limit:
+                overrides["mpc"] = {"initial_speed": speed_limit}
+    return overrides
 
 
 def horizon_target_errors(fine: Any, steps: list[dict], target_pose: slice, durations: np.ndarray) -> list[float]:
@@ -213,27 +215,21 @@ def load_average() -> float:
         return math.nan
 
 
-def run_one(scene_name: str, scene: Scene, model_name: str, config: Any, args: argparse.Namespace) -> dict:
-    """Plan and execute ``scene`` with ``model_name``; returns the run's record."""
-    optimizer_settings = dataclasses.replace(
-        config.optimizer,
-        max_iterations=args.max_iterations,
-        time_budget=args.time_budget,
-        seed=args.seed,
-    )
+def run_one(scene_name: str, scene: Scene, model_name: str, sources: PlannerSources,
+            args: argparse.Namespace) -> dict:
+    """Plan and execute ``scene`` with ``model_name``; returns the run's record. The planner is
+    built as the MPC node builds its own (``build_planner``) with :func:`model_overrides`."""
+    overrides = model_overrides(model_name, scene, sources, args)
     notes = []
-    predictive, speed_limit = build_model(model_name, scene, args.backend, args.workers)
-    mpc_settings = config.mpc
-    if speed_limit is not None and speed_limit < optimizer_settings.max_speed:
-        notes.append(f"max_speed lowered to the learned model's trained {speed_limit:.4f} m/s")
-        optimizer_settings = dataclasses.replace(optimizer_settings, max_speed=speed_limit)
-        if mpc_settings.initial_speed > speed_limit:
-            mpc_settings = dataclasses.replace(mpc_settings, initial_speed=speed_limit)
+    if "max_speed" in overrides["optimizer"]:
+        notes.append(f"max_speed lowered to the learned model's trained {overrides['optimizer']['max_speed']:.4f} m/s")
+    built = build_planner(scene, sources.with_overrides(overrides))
+    predictive = built.model
+    optimizer_settings = built.planner.settings
     timed = TimedModel(predictive)
     world = ModelWorld(scene)
-    loop = MpcLoop(
-        scene, StochasticTrajectoryOptimizer(optimizer_settings), timed, config.cost_function(scene), mpc_settings
-    )
+    loop = built.loop
+    loop.model = timed
     layout = scene.layout
     target_pose = layout.object_pose(scene.target_index)
     steps: list[dict] = []
@@ -274,6 +270,7 @@ def run_one(scene_name: str, scene: Scene, model_name: str, config: Any, args: a
         "scene": scene_name,
         "kind": scene_kind(scene),
         "model": model_name,
+        "overrides": overrides,
         "outcome": result.outcome.name,
         "success": result.success,
         "failure_reason": result.failure_reason,
@@ -547,7 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="only print the table and redraw from the JSON")
     args = parser.parse_args(argv)
 
-    config = load_planner_config(PLANNER_CONFIG)
+    sources = PlannerSources.load(CONFIG)  # planner.yaml, model.yaml, mpc.yaml; a run's overrides: model_overrides
+    config = sources.planner
     if args.max_iterations is None:
         args.max_iterations = QUICK_MAX_ITERATIONS if args.quick else DEFAULT_MAX_ITERATIONS
     if args.max_controls is None:
@@ -609,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue  # the learned model was trained without obstacles
             run_started = time.perf_counter()
             try:
-                record = run_one(scene_name, scene, model, config, args)
+                record = run_one(scene_name, scene, model, sources, args)
             except Exception as error:  # noqa: BLE001 - a model that cannot be built is a reported ERROR
                 record = {
                     "scene": scene_name,

@@ -27,6 +27,15 @@ Seeds 0, 1, 2 per scene (world noise and optimizer). ``--quick``: scenes
 optimizer iterations per re-plan and ``QUICK_MAX_CONTROLS`` controls (as
 ``bench/mpc_benchmark.py --quick``); the real-time planner is never limited.
 
+Construction: every planner is built as the MPC node builds its own
+(:func:`parapush.planning.stack_planner.build_planner` from ``config/planner.yaml``,
+``config/model.yaml`` and ``config/mpc.yaml``); what a planner changes in those files is its
+``overrides`` (:func:`planner_overrides`), printed at the start and stored in the JSON
+(``settings.overrides`` and every run's ``overrides``): the ISRR planners choose the
+``isrr2019`` preset and their model (fine; Parareal K = 1 with the schedule forced to
+``parareal``), and ``--quick`` limits their iterations; ``realtime`` is the files' planner
+(its corrector the model file's predictor, as in the stack), unchanged.
+
 Timing: run under ``flock /tmp/parapush-timing.lock``; the load average (``uptime``) is
 printed and stored; re-plan CPU time (all threads) is reported next to wall time because
 the machine is shared.
@@ -56,9 +65,10 @@ from typing import Any
 
 import numpy as np
 
-from parapush.planning import MpcStep, load_planner_config
+from parapush.planning import MpcStep
 from parapush.planning.async_world import BlockingWorld, VirtualClockWorld
-from parapush.planning.presets import DEFAULT_PRESET, PlannerPreset, planner_preset
+from parapush.planning.presets import DEFAULT_PRESET, BuiltPlanner
+from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.scene import Scene, load_scene
 from parapush.sim.driver_settings import load_driver_settings
 from parapush.sim.world import SimWorld, WorldSettings
@@ -73,7 +83,8 @@ from parareal_common import _jsonable as jsonable  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_SCENES = ROOT / "config" / "scenes"
 NEW_SCENES = Path(__file__).resolve().parent / "scenes"
-PLANNER_CONFIG = ROOT / "config" / "planner.yaml"
+CONFIG = ROOT / "config"
+PLANNER_CONFIG = CONFIG / "planner.yaml"
 SIM_CONFIG = ROOT / "config" / "sim_world.yaml"
 SCENE_SEED = 2026
 """Generator seed of the new scenes (the committed config/scenes use 2019)."""
@@ -142,29 +153,44 @@ class CpuTimed:
 
 
 # -- one run --------------------------------------------------------------------------------------
-def preset_for(planner: str) -> PlannerPreset:
+def planner_overrides(planner: str, sources: PlannerSources, *, quick: bool = False,
+                      fidelity: str | None = None) -> dict[str, Any]:
+    """What ``planner`` changes in the configuration files (``sources``; empty for the files'
+    own planner): the ISRR planners' preset and model, ``--quick``'s iteration limit of the
+    sequential planners, and the fine model's ``fidelity`` (None: the model file's)."""
+    overrides: dict[str, Any] = {}
     if planner == "isrr2019-fine":
-        return dataclasses.replace(planner_preset("isrr2019"), model="fine")
-    if planner == "isrr2019-parareal1":
-        return dataclasses.replace(planner_preset("isrr2019"), model="parareal", parareal_iterations=1)
-    return planner_preset(planner)
+        overrides.update(preset="isrr2019", model={"name": "fine"})
+    elif planner == "isrr2019-parareal1":
+        # forced "parareal": "auto" would pick sample-parallel fine on 2 cores (mpc_benchmark)
+        overrides.update(preset="isrr2019", model={"name": "parareal", "iterations": 1, "schedule": "parareal"})
+    elif planner != sources.preset.name:
+        overrides["preset"] = planner
+    if quick and sources.with_overrides(overrides).preset.loop == "sequential":
+        overrides["optimizer"] = {"max_iterations": QUICK_ISRR_ITERATIONS}
+    if fidelity is not None:
+        overrides["model"] = {**overrides.get("model", {}), "fidelity": fidelity}
+    return overrides
 
 
-def run_one(planner: str, scene_name: str, scene: Scene, seed: int, config: Any, args: argparse.Namespace,
-            fidelity: str = "auto") -> dict:
-    """One task run of ``planner`` (``fidelity``: the fine model's fidelity management)."""
-    preset = preset_for(planner)
-    sequential = preset.loop == "sequential"
-    limited = args.quick and sequential
-    if limited:
-        preset = dataclasses.replace(
-            preset, optimizer_overrides={**preset.optimizer_overrides, "max_iterations": QUICK_ISRR_ITERATIONS}
-        )
-    max_controls = QUICK_MAX_CONTROLS if limited else config.mpc.max_controls
+def build(planner: str, scene: Scene, seed: int, sources: PlannerSources, *, quick: bool = False,
+          fidelity: str | None = None) -> BuiltPlanner:
+    """``planner`` for ``scene`` as the MPC node builds it, with :func:`planner_overrides`."""
+    overrides = planner_overrides(planner, sources, quick=quick, fidelity=fidelity)
+    return build_planner(scene, sources.with_overrides(overrides), seed=seed)
+
+
+def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: PlannerSources,
+            args: argparse.Namespace, fidelity: str | None = None) -> dict:
+    """One task run of ``planner`` (``fidelity``: the fine model's fidelity management; None: the file's)."""
     world = VirtualClockWorld(SimWorldPhysics(SimWorld(scene, world_settings(seed))))
     load_before = os.getloadavg()[0]
     wall_started, cpu_started = time.perf_counter(), time.process_time()
-    with preset.build(scene, config, seed=seed, fidelity=fidelity) as built:
+    built = build(planner, scene, seed, sources, quick=args.quick, fidelity=fidelity)
+    sequential = built.preset.loop == "sequential"
+    limited = args.quick and sequential
+    max_controls = QUICK_MAX_CONTROLS if limited else sources.planner.mpc.max_controls
+    with built:
         timed = CpuTimed(built.loop.optimizer, "optimize")
         built.loop.optimizer = timed
         started = world.time()
@@ -188,13 +214,14 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, config: Any,
             extra = {
                 "replans_from_observation": result.replans_from_observation,
                 "fallbacks": result.fallbacks,
+                "budget_cuts": result.budget_cuts,
                 "prediction_error_mm": [1e3 * step.prediction_error for step in result.steps],
             }
         engine = getattr(built.model, "engine", None)
         fidelity_reruns = None if engine is None else engine.fidelity_reruns
     return {
         "planner": planner,
-        "fidelity": fidelity,
+        "fidelity": built.model_config.fidelity,
         "fidelity_reruns": fidelity_reruns,
         "scene": scene_name,
         "kind": scene_kind(scene),
@@ -204,7 +231,9 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, config: Any,
         "failure_reason": result.failure_reason,
         "controls": controls,
         "max_controls": max_controls,
-        "optimizer_iterations": preset.optimizer_settings(config.optimizer).max_iterations,
+        "optimizer_iterations": built.planner.settings.max_iterations,
+        "time_budget": built.planner.settings.time_budget,
+        "overrides": dict(built.overrides),
         "replan_times": replans,
         "replan_cpu_total": timed.cpu,
         "planning_time": float(sum(replans)),
@@ -323,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--reference: run the default scenes, planners and seeds (drop --scenes/--planners/--seeds/"
                      "--output)")
     load_before = bench_reference.load_average()
-    config = load_planner_config(PLANNER_CONFIG)
+    sources = PlannerSources.load(CONFIG)
+    overrides = {planner: planner_overrides(planner, sources, quick=args.quick) for planner in args.planners}
     paths = all_scene_paths()
     names = args.scenes or (list(QUICK_SCENES) if args.quick else list(paths))
     unknown = [name for name in names if name not in paths]
@@ -336,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
             f"per re-plan and {QUICK_MAX_CONTROLS} controls (the real-time planner is not limited)"
         )
     print(f"load before: {uptime()}", flush=True)
+    for planner, changed in overrides.items():
+        print(f"planner {planner}: config/planner.yaml, model.yaml, mpc.yaml with overrides {json.dumps(changed)}")
     for note in notes:
         print("note: " + note)
     runs = []
@@ -344,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         scene = load_scene(paths[name])
         for seed in args.seeds:
             for planner in args.planners:
-                record = run_one(planner, name, scene, seed, config, args)
+                record = run_one(planner, name, scene, seed, sources, args)
                 runs.append(record)
                 replans = np.asarray(record["replan_times"])
                 print(
@@ -372,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
             "seeds": args.seeds,
             "scene_seed": SCENE_SEED,
             "quick": args.quick,
+            "overrides": overrides,
             "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock",
         },
         "notes": notes,

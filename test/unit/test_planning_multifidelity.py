@@ -26,6 +26,7 @@ from parapush.planning.multifidelity import (
 )
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop
 from parapush.planning.presets import PRESETS, PlannerPreset, planner_preset
+from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.scene import load_scene
 
 GOAL_ONLY = {"goal_distance": {"weight": 1.0}, "smoothness": {"weight": 0.1}}
@@ -168,9 +169,9 @@ def test_coarse_choice_uses_the_learned_model_for_cylinders_and_the_analytical_o
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_builds_its_loop(name: str) -> None:
     scene = load_scene("config/scenes/isrr_obstacle.yaml")
-    config = load_planner_config("config/planner.yaml")
     preset = planner_preset(name)
-    with preset.build(scene, config, seed=1, workers=1) as built:
+    sources = PlannerSources.load().with_overrides({"preset": name, "model": {"workers": 1}})
+    with build_planner(scene, sources, seed=1) as built:
         assert built.loop.optimizer.settings.seed == 1
         if preset.loop == "pipelined":
             assert isinstance(built.loop, PipelinedMpcLoop) and isinstance(built.planner, MultiFidelityPlanner)
@@ -182,7 +183,7 @@ def test_isrr2019_keeps_the_configured_optimizer_and_realtime_is_the_default() -
     config = load_planner_config("config/planner.yaml")
     isrr = planner_preset("isrr2019")
     assert isrr.optimizer_settings(config.optimizer) == config.optimizer
-    assert (isrr.loop, isrr.model, isrr.parareal_iterations) == ("sequential", "parareal", 1)
+    assert (isrr.loop, isrr.model) == ("sequential", None)  # the model file's predictor (Parareal K = 1)
     assert planner_preset().name == "realtime"
     with pytest.raises(ValueError, match="isrr2019"):
         planner_preset("fastest")

@@ -10,7 +10,9 @@ from parapush.planning import MpcOutcome
 from parapush.planning.async_world import PropagatorPhysics, VirtualClockWorld
 from parapush.planning.planner_config import planner_config_from_dict
 from parapush.planning.presets import PRESETS
+from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.planning.task_run import PlanRecorder, run_task
+from parapush.prediction import ModelConfig
 
 CONFIG = planner_config_from_dict({
     "optimizer": {"max_iterations": 3, "samples": 8, "seed": 0},
@@ -22,7 +24,8 @@ CONFIG = planner_config_from_dict({
 def run(preset_name: str, steps: list | None = None, **options):
     scene = tiny_scene()
     glued = GluedPropagator(scene.layout, scene.target_index)
-    built = PRESETS[preset_name].build(scene, CONFIG, model=glued_model(scene), coarse=glued)
+    sources = PlannerSources(planner=CONFIG, model=ModelConfig(), preset=PRESETS[preset_name])
+    built = build_planner(scene, sources, model=glued_model(scene), coarse=glued)
     world = VirtualClockWorld(PropagatorPhysics(glued, initial_state(scene)))
     steps = [] if steps is None else steps
     report = run_task(built, world, callback=steps.append, **options)

@@ -10,6 +10,12 @@ estimator), controls to the executor on ``controls``. A goal's loop runs in a th
 own while the node spins single-threaded (its callbacks only store the latest scene state's
 bytes, flags and answers), so a re-plan competes with as little of this process as possible.
 
+Construction: the goal's planner comes from :func:`parapush.planning.stack_planner.build_planner`
+(:meth:`MpcNode.goal_planner`), the one path the benchmarks use too, from ``planner_config``,
+the ``model.*`` parameters (config/model.yaml) and ``planner`` (config/mpc.yaml). A pipelined
+re-plan has a time budget (anytime planning: ``PipelineSettings.replan_budget``, the control
+duration less the pipeline's margin); the planner then returns its best plan.
+
 Predictions: the loop's model (the multi-fidelity planner's corrector) is the node's
 predictor, from the prediction service (``prediction_source: service``) or from a local
 engine, both built from the ``model.*`` settings (config/model.yaml); a goal may ask for
@@ -73,8 +79,8 @@ from parapush.nodes.parameters import (
 from parapush.nodes.prediction_client import ServicePrediction, ServicePredictionError
 from parapush.parareal import MODELS
 from parapush.planning import MpcOutcome, PlannerConfigError, load_planner_config
-from parapush.planning.multifidelity import choose_coarse_model
-from parapush.planning.presets import DEFAULT_PRESET, PRESETS, planner_preset
+from parapush.planning.presets import DEFAULT_PRESET, PRESETS, BuiltPlanner, planner_preset
+from parapush.planning.stack_planner import PlannerSources, build_planner, coarse_model_for
 from parapush.planning.task_run import TaskReport, TaskStep, run_task
 from parapush.prediction import EnginePrediction, ModelConfig
 from parapush.prediction.failover import SERVICE_LOSS_POLICIES, FailoverPrediction
@@ -136,6 +142,10 @@ class MpcNode(Node):
             raise ParameterError(f"parameter 'planner_config': {error}") from None
         self.values = values
         self.model_config = settings_from_parameters(ModelConfig, values, "model.")
+        # the one construction path (parapush.planning.stack_planner): planner.yaml, the model.*
+        # parameters (config/model.yaml) and the planner parameter (config/mpc.yaml)
+        self.sources = PlannerSources(planner=self.config, model=self.model_config,
+                                      preset=planner_preset(values["planner"]))
         callbacks = ReentrantCallbackGroup()
         # Both sources predict with the engine of the same model.* settings (config/model.yaml):
         # here, or in the prediction service. A request leaves model and K unset unless a goal sets them.
@@ -175,7 +185,7 @@ class MpcNode(Node):
         if isinstance(self.model, ServicePrediction):
             threading.Thread(target=self._connect_prediction_service, name="prediction service connection",
                              daemon=True).start()
-        coarse = type(self._coarse_model(planner_preset(values["planner"]))).__name__
+        coarse = type(self._coarse_model(self.sources.preset)).__name__
         self.get_logger().info(
             f"ready: scene '{self.scene.name}', planner {values['planner']}, model {self.model_config.name} "
             f"(K={self.model_config.iterations}) via {values['prediction_source']}, coarse search with {coarse}"
@@ -197,18 +207,15 @@ class MpcNode(Node):
             self.get_logger().info(f"prediction service not reached at start-up: {error}")
 
     def _coarse_model(self, preset):
-        """The multi-fidelity planner's coarse propagator: ``model.coarse_model`` of the model
-        config, resolved by :func:`choose_coarse_model` (``auto``: the learned model wherever
+        """The multi-fidelity planner's coarse propagator (:func:`coarse_model_for`: ``model.coarse_model``
+        of the model config with its weights and fine settings; ``auto``: the learned model wherever
         its trained geometry fits, obstacle scenes included, where the planner ignores obstacles
         for prediction: the analytical model failed them all in the preset's tuning), built
-        here (cheap; no round trip to the prediction service for each coarse search)."""
+        here once (cheap; no round trip to the prediction service for each coarse search)."""
         if preset.coarse is None:
             return None
         if preset.coarse_resolves_overlaps not in self._coarse:
-            self._coarse[preset.coarse_resolves_overlaps] = choose_coarse_model(
-                self.scene, self.model_config.coarse_model, resolve_overlaps=preset.coarse_resolves_overlaps,
-                weights_path=self.model_config.learned_weights, fine_settings=self.model_config.fine,
-                analytical_rotation=self.model_config.analytical_rotation)
+            self._coarse[preset.coarse_resolves_overlaps] = coarse_model_for(self.scene, preset, self.model_config)
         return self._coarse[preset.coarse_resolves_overlaps]
 
     def _on_executor_status(self, message: DiagnosticStatus) -> None:
@@ -256,18 +263,21 @@ class MpcNode(Node):
             raise ValueError(str(error)) from None
 
     def _model_for(self, goal: PushObject.Goal, preset):
-        """The predictive model for this goal: the node's, with the goal's model/K if it sets them;
+        """The predictive model for this goal: the node's, asking for the preset's corrector
+        (``PlannerPreset.corrector_config``: its model and K) or the goal's model/K if it sets them;
         through the service with a per-call deadline (the preset's re-plan budget) and the
         ``on_service_loss`` policy."""
-        iterations = None if goal.iterations == -1 else goal.iterations
+        corrector = preset.corrector_config(self.model_config)
+        model = goal.model or corrector.name
+        iterations = corrector.iterations if goal.iterations == -1 else goal.iterations
         if not isinstance(self.model, ServicePrediction):
-            return self.model if not goal.model and iterations is None else self.model.configured(
-                model=goal.model or None, iterations=iterations)
+            if not goal.model and goal.iterations == -1 and preset.model is None:
+                return self.model  # the model config's own model and K
+            return self.model.configured(model=model, iterations=iterations)
         settings = preset.optimizer_settings(self.config.optimizer)
         budget = settings.time_budget if preset.loop == "sequential" and settings.time_budget else \
             settings.control_duration
-        primary = self.model.configured(model=goal.model or self.model.model,
-                                        iterations=iterations if iterations is not None else self.model.iterations)
+        primary = self.model.configured(model=model, iterations=iterations)
         primary.timeout = min(self.values["service_timeout"], budget)
         if not self._service_seen:  # start-up: the service may come up after this node
             self._service_seen = self.model.wait_until_ready(self.values["service_timeout"])
@@ -275,7 +285,7 @@ class MpcNode(Node):
         def local_engine():
             if self._local_engine is None:
                 self._local_engine = EnginePrediction.build(self.scene, self.model_config)
-            return self._local_engine.configured(model=goal.model or None, iterations=iterations)
+            return self._local_engine.configured(model=model, iterations=iterations)
 
         def service_back(timeout: float) -> bool:
             if self._closing.is_set():
@@ -286,6 +296,13 @@ class MpcNode(Node):
                                   policy=self.values["on_service_loss"], make_backup=local_engine,
                                   wait_for_primary=service_back,
                                   wait_limit=self.values["service_wait_limit"], on_event=self._on_event)
+
+    def goal_planner(self, goal: PushObject.Goal, scene) -> BuiltPlanner:
+        """The goal's planner: :func:`build_planner` of this node's sources (the goal's preset if it
+        names one); its corrector is the node's predictor, which the built planner does not own."""
+        sources = self.sources.with_overrides({"preset": goal.planner}) if goal.planner else self.sources
+        return build_planner(scene, sources, model=self._model_for(goal, sources.preset),
+                             coarse=self._coarse_model(sources.preset))
 
     def _on_event(self, sentence: str) -> None:
         self.get_logger().warning(sentence)
@@ -326,13 +343,12 @@ class MpcNode(Node):
         started = time.monotonic()
         try:
             scene = self._task_scene(goal)
-            preset = planner_preset(goal.planner or self.values["planner"])
+            planner_preset(goal.planner or self.values["planner"])
         except ValueError as error:
             return self._abort(goal_handle, result, PushObject.Result.OUTCOME_ERROR, f"invalid goal: {error}", started)
-        # the corrector is the node's predictor: the built planner does not own (close) it
         self._events.clear()
-        built = preset.build(scene, self.config, model=self._model_for(goal, preset),
-                             coarse=self._coarse_model(preset))
+        built = self.goal_planner(goal, scene)
+        preset = built.preset
 
         def cancel_requested() -> bool:
             return goal_handle.is_cancel_requested or self._closing.is_set()

@@ -45,7 +45,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -137,6 +137,7 @@ class MultiFidelityReport:
         coarse_cost: the chosen plan's cost under its coarse prediction (NaN if it has none).
         corrected_cost: its cost under the corrected prediction.
         rank_changed: whether the corrected ranking chose another sequence than the coarse one.
+        budget_cut: whether the time budget cut a coarse search, a round or a contact correction.
     """
 
     rounds: int
@@ -147,6 +148,7 @@ class MultiFidelityReport:
     coarse_cost: float
     corrected_cost: float
     rank_changed: bool
+    budget_cut: bool = False
 
 
 class _RecordingModel:
@@ -294,6 +296,7 @@ class MultiFidelityPlanner:
         self.last_report: MultiFidelityReport | None = None
         refine_settings = _replace_iterations(optimizer.settings, settings.refine_iterations)
         self._refiner = StochasticTrajectoryOptimizer(refine_settings, rng=optimizer.rng)
+        self._corrector_seconds_per_control: float | None = None  # measured; the budget's estimate
 
     @property
     def settings(self) -> OptimizerSettings:
@@ -313,123 +316,47 @@ class MultiFidelityPlanner:
         ``proposals`` (M, N, 2) m/s go to the first round's coarse search
         (:meth:`StochasticTrajectoryOptimizer.optimize`), so they can become elites.
 
+        Time budget (``settings.time_budget``, s per re-plan; None: none; anytime planning): a
+        coarse search ends early enough to leave the corrector its time (the corrector's
+        seconds per control measured in earlier re-plans); another round runs only if one
+        coarse iteration and a correction (as measured in this re-plan) still fit; elites are
+        corrected deeper for contact only if that fits. At least one search and one correction
+        always run (the plan needs them). When the budget cut anything, ``stop_reason`` is
+        ``"time_budget"`` and the report's ``budget_cut`` is true.
+
         Returns:
             the chosen sequence with its CORRECTED trajectory and cost; ``iterations`` counts
             coarse iterations; ``cost_history`` holds the best corrected cost after each round.
         Raises:
             AllPredictionsFailedError when no elite could be predicted by the corrector.
         """
-        started = time.perf_counter()
-        settings = self.multifidelity
-        initial_state = np.asarray(initial_state, dtype=float)
-        durations = self.settings.durations
-        coarse_model: PredictiveModel = self.coarse
+        run = _Round(planner=self, state=np.asarray(initial_state, dtype=float), model=model, cost=cost,
+                     started=time.perf_counter())
+        budget = self.settings.time_budget
+        run.end = math.inf if budget is None else run.started + budget
         searcher = self.optimizer
         start_controls = np.asarray(initial_controls, dtype=float)
-        corrected_controls: list[np.ndarray] = []
-        corrected_trajectories: list[np.ndarray] = []
-        corrected_costs: list[float] = []
-        coarse_costs: list[float] = []
-        history: list[float] = []
-        iterations = unstable = coarse_sequences = 0
-        coarse_time = correction_time = 0.0
-        first_coarse_choice: np.ndarray | None = None
-        rounds = 0
-        for _round in range(settings.rounds):
-            rounds += 1
-            coarse_started = time.perf_counter()
-            recorder = _RecordingModel(coarse_model)
-            try:
-                search = searcher.optimize(initial_state, start_controls, recorder, cost,
-                                           proposals=proposals if rounds == 1 else None)
-                iterations += search.iterations
-                unstable += search.unstable_samples
-            except AllPredictionsFailedError:
-                search = None
-            if not recorder.controls:
+        for round_index in range(self.multifidelity.rounds):
+            if round_index > 0 and not run.fits(run.coarse_iteration_time() + self._correction_estimate()):
+                run.budget_cut = True
                 break
-            controls, trajectories = recorder.batches()
-            coarse_sequences += controls.shape[0]
-            costs = np.full(controls.shape[0], math.inf)
-            finite = is_finite_trajectory(trajectories)
-            if np.any(finite):
-                costs[finite] = np.asarray(cost.evaluate(trajectories[finite], controls[finite]), dtype=float)
-            if first_coarse_choice is None and search is not None:
-                first_coarse_choice = search.controls.copy()
-            # skip sequences already corrected in an earlier round
-            for done in corrected_controls:
-                costs[np.max(np.abs(controls - done[None]), axis=(1, 2)) <= settings.min_elite_distance] = math.inf
-            elites = select_elites(controls, costs, settings.elites, settings.min_elite_distance)
-            coarse_time += time.perf_counter() - coarse_started
-            if elites.size == 0:
+            refined = run.search_and_correct(searcher, start_controls, proposals if round_index == 0 else None)
+            if refined is None:
                 break
-            correction_started = time.perf_counter()
-            corrected = self._correct(model, initial_state, controls[elites], durations, trajectories[elites])
-            correction_time += time.perf_counter() - correction_started
-            valid = is_finite_trajectory(corrected)
-            unstable += int(np.count_nonzero(~valid))
-            elite_costs = np.full(elites.size, math.inf)
-            if np.any(valid):
-                elite_costs[valid] = np.asarray(cost.evaluate(corrected[valid], controls[elites][valid]), dtype=float)
-            elite_costs = np.where(np.isnan(elite_costs), math.inf, elite_costs)
-            # coarse cost of each elite as the unbiased coarse model sees it (for the report)
-            unbiased = costs[elites] if coarse_model is self.coarse else _costs(
-                self.coarse, initial_state, controls[elites], durations, cost
-            )
-            corrected_controls.extend(controls[elites])
-            corrected_trajectories.extend(corrected)
-            corrected_costs.extend(elite_costs.tolist())
-            coarse_costs.extend(np.asarray(unbiased, dtype=float).tolist())
-            best = int(np.argmin(corrected_costs))
-            history.append(float(corrected_costs[best]))
-            if not math.isfinite(corrected_costs[best]):
-                continue
-            mismatch = abs(corrected_costs[best] - coarse_costs[best])
-            if mismatch <= settings.mismatch_tolerance * max(abs(corrected_costs[best]), 1e-12):
-                break
-            # refine around the corrected best with the coarse model shifted by its F~ - C jumps
-            coarse_best = np.asarray(
-                self.coarse.predict(initial_state, corrected_controls[best][None], durations), dtype=float
-            )[0]
-            if not np.all(np.isfinite(coarse_best)):
-                break
-            jumps = _wrap_yaw_jumps(corrected_trajectories[best] - coarse_best)
-            coarse_model = BiasedModel(self.coarse, jumps)
-            searcher = self._refiner
-            start_controls = corrected_controls[best]
-        if not corrected_costs or not math.isfinite(min(corrected_costs)):
-            raise AllPredictionsFailedError(
-                f"no corrected elite could be predicted ({len(corrected_costs)} tried, {unstable} unstable)"
-            )
-        best = int(np.argmin(corrected_costs))
-        chosen_controls = corrected_controls[best]
-        chosen_trajectory = corrected_trajectories[best]
-        terms = cost_terms(cost, chosen_trajectory, chosen_controls)
-        self.last_report = MultiFidelityReport(
-            rounds=rounds,
-            corrected_sequences=len(corrected_costs),
-            coarse_sequences=coarse_sequences,
-            coarse_time=coarse_time,
-            correction_time=correction_time,
-            coarse_cost=float(coarse_costs[best]),
-            corrected_cost=float(corrected_costs[best]),
-            rank_changed=bool(
-                first_coarse_choice is None
-                or np.max(np.abs(first_coarse_choice - chosen_controls)) > settings.min_elite_distance
-            ),
-        )
-        return OptimizationResult(
-            controls=chosen_controls.copy(),
-            cost=float(corrected_costs[best]),
-            trajectory=chosen_trajectory.copy(),
-            iterations=iterations,
-            cost_history=np.array(history),
-            time=time.perf_counter() - started,
-            unstable_samples=unstable,
-            stop_reason="iterations",
-            cost_terms=terms,
-        )
+            start_controls = refined
+            if run.coarse_model is not None:  # a refinement round: the biased model, fewer iterations
+                searcher = self._refiner
+        return run.result()
 
+    def _correction_estimate(self, depth: int | None = None) -> float:
+        """s a correction of ``depth`` controls (default: ``corrected_controls``) is expected to
+        take, from the corrector's last measured seconds per control (0 before any)."""
+        if self._corrector_seconds_per_control is None:
+            return 0.0
+        horizon = self.settings.horizon
+        base = self.multifidelity.corrected_controls
+        depth = (horizon if base is None else min(base, horizon)) if depth is None else depth
+        return self._corrector_seconds_per_control * depth
 
     def _correct(
         self,
@@ -438,11 +365,15 @@ class MultiFidelityPlanner:
         controls: np.ndarray,
         durations: np.ndarray,
         coarse_trajectories: np.ndarray,
-    ) -> np.ndarray:
+        *,
+        end: float = math.inf,
+    ) -> tuple[np.ndarray, bool]:
         """Corrected trajectories (E, N+1, D): the corrector for the leading controls of each
         elite (``corrected_controls``, or ``contact_corrected_controls`` where its coarse
-        prediction ``coarse_trajectories`` (E, N+1, D) moves two or more objects), then the
-        coarse model from the corrector's state; one corrector call per depth."""
+        prediction ``coarse_trajectories`` (E, N+1, D) moves two or more objects, if the deeper
+        call is expected to end by ``end``, a ``time.perf_counter()`` moment), then the coarse
+        model from the corrector's state; one corrector call per depth. Also returns whether
+        the budget dropped the deeper correction."""
         samples, horizon = controls.shape[:2]
         dimension = initial_state.shape[0]
         settings = self.multifidelity
@@ -450,11 +381,18 @@ class MultiFidelityPlanner:
                                                                                             horizon))
         contact_depth = horizon if settings.contact_corrected_controls is None else min(
             settings.contact_corrected_controls, horizon)
+        cut = False
         if contact_depth > depths.max():
-            depths[_moved_objects(coarse_trajectories, settings.contact_displacement) >= 2] = contact_depth
+            contact = _moved_objects(coarse_trajectories, settings.contact_displacement) >= 2
+            expected = self._correction_estimate(int(depths.max())) + self._correction_estimate(contact_depth)
+            if np.any(contact) and time.perf_counter() + expected > end:
+                cut = True
+            else:
+                depths[contact] = contact_depth
         trajectories = np.full((samples, horizon + 1, dimension), np.nan)
         for leading in np.unique(depths):
             rows = np.flatnonzero(depths == leading)
+            call_started = time.perf_counter()
             head = check_trajectories(
                 model.predict(initial_state, controls[rows, :leading], durations[:leading]),
                 rows.size,
@@ -462,6 +400,7 @@ class MultiFidelityPlanner:
                 dimension,
                 "corrector",
             )
+            self._corrector_seconds_per_control = (time.perf_counter() - call_started) / int(leading)
             trajectories[rows, : leading + 1] = head
             if leading == horizon:
                 continue
@@ -469,7 +408,148 @@ class MultiFidelityPlanner:
                 if np.all(np.isfinite(start)):
                     tail = self.coarse.predict(start, controls[row : row + 1, leading:], durations[leading:])
                     trajectories[row, leading + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
-        return trajectories
+        return trajectories, cut
+
+
+@dataclass(kw_only=True)
+class _Round:
+    """One re-plan of :meth:`MultiFidelityPlanner.optimize`: its rounds' state and budget."""
+
+    planner: MultiFidelityPlanner
+    state: np.ndarray
+    model: PredictiveModel
+    cost: TrajectoryCost
+    started: float
+    end: float = math.inf  # time.perf_counter() moment the budget ends
+    budget_cut: bool = False
+    coarse_model: Any = None
+    controls: list[np.ndarray] = field(default_factory=list)  # corrected elites
+    trajectories: list[np.ndarray] = field(default_factory=list)
+    costs: list[float] = field(default_factory=list)
+    coarse_costs: list[float] = field(default_factory=list)
+    history: list[float] = field(default_factory=list)
+    iterations: int = 0
+    unstable: int = 0
+    coarse_sequences: int = 0
+    coarse_time: float = 0.0
+    correction_time: float = 0.0
+    rounds: int = 0
+    first_coarse_choice: np.ndarray | None = None
+
+    def fits(self, seconds: float) -> bool:
+        """Whether ``seconds`` more work ends within the budget."""
+        return time.perf_counter() + seconds <= self.end
+
+    def coarse_iteration_time(self) -> float:
+        """s of one coarse iteration, as measured in this re-plan."""
+        return self.coarse_time / max(1, self.iterations)
+
+    def search(self, searcher: StochasticTrajectoryOptimizer, start: np.ndarray, proposals: np.ndarray | None):
+        """Coarse search: every rolled-out sequence (controls, trajectories, coarse costs), or None."""
+        coarse_model = self.coarse_model if self.coarse_model is not None else self.planner.coarse
+        recorder = _RecordingModel(coarse_model)
+        deadline = self.end - self.planner._correction_estimate()  # leave the corrector its time
+        try:
+            found = searcher.optimize(self.state, start, recorder, self.cost, proposals=proposals,
+                                      deadline=None if math.isinf(deadline) else deadline)
+            self.iterations += found.iterations
+            self.unstable += found.unstable_samples
+            self.budget_cut |= found.stop_reason == "time_budget"
+            if self.first_coarse_choice is None:
+                self.first_coarse_choice = found.controls.copy()
+        except AllPredictionsFailedError:
+            pass
+        if not recorder.controls:
+            return None
+        controls, trajectories = recorder.batches()
+        self.coarse_sequences += controls.shape[0]
+        return controls, trajectories, _evaluate(trajectories, controls, self.cost)
+
+    def search_and_correct(self, searcher, start: np.ndarray, proposals: np.ndarray | None) -> np.ndarray | None:
+        """One round; the start of the refinement round, or None when no further round is due."""
+        planner, settings = self.planner, self.planner.multifidelity
+        durations = planner.settings.durations
+        self.rounds += 1
+        coarse_started = time.perf_counter()
+        searched = self.search(searcher, start, proposals)
+        if searched is None:
+            self.coarse_time += time.perf_counter() - coarse_started
+            return None
+        controls, trajectories, costs = searched
+        for done in self.controls:  # skip sequences already corrected in an earlier round
+            costs[np.max(np.abs(controls - done[None]), axis=(1, 2)) <= settings.min_elite_distance] = math.inf
+        elites = select_elites(controls, costs, settings.elites, settings.min_elite_distance)
+        self.coarse_time += time.perf_counter() - coarse_started
+        if elites.size == 0:
+            return None
+        correction_started = time.perf_counter()
+        corrected, cut = planner._correct(self.model, self.state, controls[elites], durations, trajectories[elites],
+                                          end=self.end)
+        self.budget_cut |= cut
+        self.correction_time += time.perf_counter() - correction_started
+        valid = is_finite_trajectory(corrected)
+        self.unstable += int(np.count_nonzero(~valid))
+        elite_costs = np.full(elites.size, math.inf)
+        if np.any(valid):
+            elite_costs[valid] = np.asarray(self.cost.evaluate(corrected[valid], controls[elites][valid]), dtype=float)
+        elite_costs = np.where(np.isnan(elite_costs), math.inf, elite_costs)
+        # coarse cost of each elite as the unbiased coarse model sees it (for the report)
+        unbiased = costs[elites] if self.coarse_model is None else _costs(
+            planner.coarse, self.state, controls[elites], durations, self.cost)
+        self.controls.extend(controls[elites])
+        self.trajectories.extend(corrected)
+        self.costs.extend(elite_costs.tolist())
+        self.coarse_costs.extend(np.asarray(unbiased, dtype=float).tolist())
+        best = int(np.argmin(self.costs))
+        self.history.append(float(self.costs[best]))
+        if not math.isfinite(self.costs[best]):
+            return start  # nothing corrected yet: search again from the same start
+        mismatch = abs(self.costs[best] - self.coarse_costs[best])
+        if mismatch <= settings.mismatch_tolerance * max(abs(self.costs[best]), 1e-12):
+            return None
+        # refine around the corrected best with the coarse model shifted by its F~ - C jumps
+        coarse_best = np.asarray(planner.coarse.predict(self.state, self.controls[best][None], durations),
+                                 dtype=float)[0]
+        if not np.all(np.isfinite(coarse_best)):
+            return None
+        self.coarse_model = BiasedModel(planner.coarse, _wrap_yaw_jumps(self.trajectories[best] - coarse_best))
+        return self.controls[best]
+
+    def result(self) -> OptimizationResult:
+        """The chosen plan (the lowest corrected cost); sets the planner's ``last_report``."""
+        if not self.costs or not math.isfinite(min(self.costs)):
+            raise AllPredictionsFailedError(
+                f"no corrected elite could be predicted ({len(self.costs)} tried, {self.unstable} unstable)"
+            )
+        best = int(np.argmin(self.costs))
+        chosen_controls, chosen_trajectory = self.controls[best], self.trajectories[best]
+        self.planner.last_report = MultiFidelityReport(
+            rounds=self.rounds, corrected_sequences=len(self.costs), coarse_sequences=self.coarse_sequences,
+            coarse_time=self.coarse_time, correction_time=self.correction_time,
+            coarse_cost=float(self.coarse_costs[best]), corrected_cost=float(self.costs[best]),
+            rank_changed=bool(
+                self.first_coarse_choice is None
+                or np.max(np.abs(self.first_coarse_choice - chosen_controls))
+                > self.planner.multifidelity.min_elite_distance
+            ),
+            budget_cut=self.budget_cut,
+        )
+        return OptimizationResult(
+            controls=chosen_controls.copy(), cost=float(self.costs[best]), trajectory=chosen_trajectory.copy(),
+            iterations=self.iterations, cost_history=np.array(self.history),
+            time=time.perf_counter() - self.started, unstable_samples=self.unstable,
+            stop_reason="time_budget" if self.budget_cut else "iterations",
+            cost_terms=cost_terms(self.cost, chosen_trajectory, chosen_controls),
+        )
+
+
+def _evaluate(trajectories: np.ndarray, controls: np.ndarray, cost: TrajectoryCost) -> np.ndarray:
+    """Costs (M,) of trajectories (M, N+1, D); +inf where a trajectory is not finite."""
+    costs = np.full(controls.shape[0], math.inf)
+    finite = is_finite_trajectory(trajectories)
+    if np.any(finite):
+        costs[finite] = np.asarray(cost.evaluate(trajectories[finite], controls[finite]), dtype=float)
+    return costs
 
 
 def _moved_objects(trajectories: np.ndarray, displacement: float) -> np.ndarray:

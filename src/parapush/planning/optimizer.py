@@ -41,9 +41,11 @@ and went round to the wrong side (issue 28's stalled demo run); the proposal let
 search jump back behind the target when that is cheaper.
 
 The loop stops after ``max_iterations`` iterations, or before an iteration that would
-end after ``time_budget`` (predicted from the longest iteration so far); at least one
-iteration always runs. With nu = 1e-4, S = 20, N = 4 and 1 s controls this is the
-configuration of the ISRR experiments.
+end after ``time_budget`` (or after the caller's ``deadline``, whichever is earlier; predicted
+from the longest iteration so far); at least one iteration always runs (a plan needs one
+prediction), and the result's ``stop_reason`` is ``"time_budget"`` when the budget cut the
+search (anytime planning: the best sequence found so far is returned). With nu = 1e-4,
+S = 20, N = 4 and 1 s controls this is the configuration of the ISRR experiments.
 """
 
 from __future__ import annotations
@@ -196,6 +198,14 @@ def _check_proposals(proposals: np.ndarray | None, settings: OptimizerSettings) 
     return clip_to_speed(proposals, settings.max_speed)
 
 
+def _search_end(started: float, time_budget: float | None, deadline: float | None) -> float:
+    """``time.perf_counter()`` moment (s) a search started at ``started`` must end by (inf: none)."""
+    if deadline is not None and math.isnan(deadline):
+        raise ValueError(f"deadline: expected a time.perf_counter() moment or None, got {deadline!r}")
+    end = math.inf if time_budget is None else started + time_budget
+    return end if deadline is None else min(end, float(deadline))
+
+
 class StochasticTrajectoryOptimizer:
     """Derivative-free trajectory optimizer (see the module docstring for the update).
 
@@ -220,6 +230,7 @@ class StochasticTrajectoryOptimizer:
         cost: TrajectoryCost,
         *,
         proposals: np.ndarray | None = None,
+        deadline: float | None = None,
     ) -> OptimizationResult:
         """Optimize the control sequence from ``initial_state``.
 
@@ -233,6 +244,8 @@ class StochasticTrajectoryOptimizer:
                 this state while the warm start holds a pusher that lost the target), clipped to
                 the speed limit and predicted with the first iteration's samples; when one costs
                 less than the start and every sample, the search goes on from it. None: none.
+            deadline: ``time.perf_counter()`` moment (s) by which the search must end, besides
+                ``settings.time_budget`` (the earlier one applies); None: the budget alone.
         Returns:
             the best sequence evaluated, with its trajectory and statistics.
         Raises:
@@ -262,13 +275,12 @@ class StochasticTrajectoryOptimizer:
         unstable = 0
         longest_iteration = 0.0
         stop_reason = "iterations"
+        end = _search_end(started, settings.time_budget, deadline)
         for iteration in range(settings.max_iterations):
             iteration_started = time.perf_counter()
-            if iteration > 0 and settings.time_budget is not None:
-                elapsed = iteration_started - started
-                if elapsed + longest_iteration > settings.time_budget:
-                    stop_reason = "time_budget"
-                    break
+            if iteration > 0 and iteration_started + longest_iteration > end:
+                stop_reason = "time_budget"
+                break
             noise = self.rng.normal(0.0, noise_scale, size=(settings.samples, settings.horizon, 2))
             extra = alternatives if iteration == 0 else alternatives[:0]
             candidates = np.concatenate([current[None], extra, clip_to_speed(current + noise, settings.max_speed)])

@@ -56,7 +56,10 @@ from parapush.planning.termination import TaskStatus, TerminationCheck
 from parapush.scene import Scene
 from parapush.validation import check_fields, check_non_negative
 
-__all__ = ["PipelineSettings", "PipelinedMpcLoop", "PipelinedResult", "PipelinedStep"]
+MIN_BUDGET_SHARE = 0.5
+"""Smallest share of a control period a re-plan's budget gets (:meth:`PipelineSettings.replan_budget`)."""
+
+__all__ = ["MIN_BUDGET_SHARE", "PipelineSettings", "PipelinedMpcLoop", "PipelinedResult", "PipelinedStep"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,13 +71,33 @@ class PipelineSettings:
             its predicted position makes the loop re-plan from the observation.
         fallback_clearance: m; the fallback runs only if the predicted states keep this
             clearance to obstacles and table edges.
+        replan_margin: s of a control period the pipeline keeps for itself: the next plan
+            must be ready before the running control ends, and before the plan starts the loop
+            predicts the control's end state (``predict_one``: one corrector call of one
+            control, ~0.01-0.05 s for the fine model on 2 cores, more through the prediction
+            service under load) and afterwards publishes the plan. A re-plan's time budget is
+            :meth:`replan_budget` (anytime planning: the planner returns its best plan then);
+            None: no budget derived (the optimizer's ``time_budget`` alone).
     """
 
     replan_distance: float = 0.01
     fallback_clearance: float = 0.005
+    replan_margin: float | None = 0.2
 
     def __post_init__(self) -> None:
         check_fields(self, check_non_negative, "replan_distance", "fallback_clearance")
+        if self.replan_margin is not None:
+            check_fields(self, check_non_negative, "replan_margin")
+
+    def replan_budget(self, control_duration: float) -> float:
+        """s of wall time a re-plan may take: ``control_duration - replan_margin``, but at least
+        half the control (:data:`MIN_BUDGET_SHARE`: short test controls keep a usable budget);
+        ``control_duration`` itself without a margin (``replan_margin`` None)."""
+        if isinstance(control_duration, bool) or not control_duration > 0.0:
+            raise ValueError(f"control_duration: expected a positive number of s, got {control_duration!r}")
+        if self.replan_margin is None:
+            return float(control_duration)
+        return max(control_duration - self.replan_margin, MIN_BUDGET_SHARE * control_duration)
 
 
 @dataclass(frozen=True)
@@ -94,6 +117,8 @@ class PipelinedStep:
         prediction_error: m, largest distance between predicted and observed body positions
             when the control's plan was checked (NaN for the first control).
         cost: the plan's (corrected) cost.
+        budget_cut: whether the time budget cut a search of the plan it came from
+            (``OptimizationResult.stop_reason == "time_budget"``).
     """
 
     step: int
@@ -105,6 +130,7 @@ class PipelinedStep:
     replanned_from_observation: bool
     prediction_error: float
     cost: float
+    budget_cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +147,7 @@ class PipelinedResult:
         replan_times: (k,) s, wall time of every plan made.
         replans_from_observation: how often the observation disagreed with the prediction.
         fallbacks: how often a late plan made the world run the fallback.
+        budget_cuts: searches (optimize calls) the time budget cut.
     """
 
     outcome: MpcOutcome
@@ -135,6 +162,7 @@ class PipelinedResult:
     replan_times: np.ndarray
     replans_from_observation: int
     fallbacks: int
+    budget_cuts: int = 0
 
     @property
     def success(self) -> bool:
@@ -268,6 +296,7 @@ class _PipelinedRun:
     waiting_time: float = 0.0
     replans_from_observation: int = 0
     fallbacks: int = 0
+    budget_cuts: int = 0
     distance: float = math.nan
     task_started: float = math.nan
     timeline: _Timeline = field(default_factory=_Timeline)
@@ -293,6 +322,7 @@ class _PipelinedRun:
         proposals = None if first else loop.settings.proposals(loop.scene, state, loop.optimizer.settings)
         result = loop.optimizer.optimize(state, controls, loop.model, loop.cost.with_previous_control(previous),
                                          proposals=proposals)
+        self.budget_cuts += result.stop_reason == "time_budget"
         return result, time.perf_counter() - started
 
     def predict_one(self, state: np.ndarray, control: np.ndarray) -> np.ndarray:
@@ -343,7 +373,7 @@ class _PipelinedRun:
             plan, replan = self.plan(state, guess, np.zeros(2), first=True)
             self.replan_times.append(replan)
             record = {"replan_time": replan, "fallback": False, "replanned_from_observation": False,
-                      "prediction_error": math.nan, "cost": plan.cost}
+                      "prediction_error": math.nan, "cost": plan.cost, "budget_cut": _cut(plan)}
             while True:
                 if loop._cancel.is_set():
                     return self.finish(MpcOutcome.CANCELED, "canceled")
@@ -365,6 +395,7 @@ class _PipelinedRun:
                 planning_started = time.perf_counter()
                 predicted = self.predict_one(state, control)
                 next_plan, _ = self.plan(predicted, shift_controls(plan.controls), control)
+                cut = _cut(next_plan)
                 used_fallback = fallback is not None and self.world.time() > control_end
                 if used_fallback:
                     # 4. late with a fallback running: plan from the predicted end of the fallback
@@ -372,6 +403,7 @@ class _PipelinedRun:
                     self.record_fallback(fallback, control_end)
                     predicted = self.predict_one(predicted, fallback)
                     next_plan, _ = self.plan(predicted, next_plan.controls, fallback)
+                    cut = _cut(next_plan)
                     control_end += duration
                 replan = time.perf_counter() - planning_started
                 self.world.wait_until(control_end)
@@ -395,11 +427,12 @@ class _PipelinedRun:
                     self.replans_from_observation += 1
                     previous = self.steps[-1].control
                     next_plan, extra = self.plan(state, next_plan.controls, previous)
+                    cut = _cut(next_plan)
                     replan += extra
                 self.replan_times.append(replan)
                 plan = next_plan
                 record = {"replan_time": replan, "fallback": False, "replanned_from_observation": replanned,
-                          "prediction_error": error, "cost": plan.cost}
+                          "prediction_error": error, "cost": plan.cost, "budget_cut": cut}
         except Exception as error:  # noqa: BLE001 - every failure becomes an ERROR outcome
             return self.finish(MpcOutcome.ERROR, f"{type(error).__name__}: {error}")
 
@@ -443,4 +476,10 @@ class _PipelinedRun:
             replan_times=np.array(self.replan_times),
             replans_from_observation=self.replans_from_observation,
             fallbacks=self.fallbacks,
+            budget_cuts=self.budget_cuts,
         )
+
+
+def _cut(plan: OptimizationResult) -> bool:
+    """Whether the time budget cut the search that made ``plan``."""
+    return plan.stop_reason == "time_budget"

@@ -9,8 +9,12 @@ Optimizer fields that differ from ``config/planner.yaml`` are listed in
 planner configuration, so a preset never duplicates it.
 
 - ``isrr2019``: the ISRR 2019 planner: S = 20 samples, variance 1e-4, N = 4 x 1 s,
-  every sample rolled out with Parareal K = 1 (``model="fine"`` for the fine model),
-  planned then executed. Its optimizer settings are ``config/planner.yaml``'s.
+  every sample rolled out with the model file's predictor (``config/model.yaml``: Parareal
+  K = 1), planned then executed. Its optimizer settings are ``config/planner.yaml``'s.
+- Both presets predict with the model file's predictor (``model`` None), the one the MPC
+  node's prediction service serves: the real-time tuning below used the fine corrector, which
+  Parareal K = 1 matches on the corrected first control (x_1 is exact) and, on 2 cores,
+  everywhere (the ``auto`` schedule picks sample-parallel fine there).
 - ``realtime`` (the default, :data:`DEFAULT_PRESET`): the multi-fidelity planner in the
   pipelined loop: coarse search with the learned model (obstacles ignored for prediction,
   no overlap projection; the analytical model for scenes it does not support), 30 samples
@@ -82,7 +86,15 @@ failed 2 of 3 seeds of an obstacle scene (generator seed 4242) that 10 iteration
 Obstacle scenes, 4 elites, fine for 1 control: learned coarse model (obstacles ignored)
 8/8, p50 0.11 s, CPU 0.08 s; analytical coarse model 0/8 (all ran out of controls).
 
-Select one by name with :func:`planner_preset`; build its loop with :meth:`PlannerPreset.build`.
+Select one by name with :func:`planner_preset`; build its loop with
+:func:`parapush.planning.stack_planner.build_planner` (the one construction path of the MPC
+node, the demo and the benchmarks: from ``config/planner.yaml``, ``config/model.yaml`` and
+``config/mpc.yaml``).
+
+Re-plan time budget (anytime planning, issue 28): the pipelined preset's re-plans get
+``PipelineSettings.replan_budget`` (the control duration less ``replan_margin``, 0.2 s: 0.8 s
+for 1 s controls) unless ``config/planner.yaml``'s ``time_budget`` is smaller; the planner
+returns its best plan when it ends (``OptimizationResult.stop_reason == "time_budget"``).
 """
 
 from __future__ import annotations
@@ -94,23 +106,15 @@ from types import MappingProxyType
 from typing import Any
 
 from parapush.parareal.solver import MODELS
-from parapush.planning.costs import CostFunction
-from parapush.planning.mpc import MpcLoop
-from parapush.planning.multifidelity import (
-    COARSE_CHOICES,
-    MultiFidelityPlanner,
-    MultiFidelitySettings,
-    choose_coarse_model,
-)
-from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryOptimizer
+from parapush.planning.multifidelity import COARSE_CHOICES, MultiFidelitySettings
+from parapush.planning.optimizer import OptimizerSettings
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop, PipelineSettings
-from parapush.planning.predictive_model import PropagatorRollout
-from parapush.scene import Scene
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "BuiltPlanner", "PlannerPreset", "planner_preset"]
 
 LOOPS = ("sequential", "pipelined")
-LOOP_MODELS = tuple(name for name in MODELS if name != "coarse")  # the corrector: fine or Parareal
+LOOP_MODELS = tuple(MODELS)  # the loop's model: coarse (single-fidelity only), fine or parareal
+CORRECTORS = tuple(name for name in MODELS if name != "coarse")  # the multi-fidelity planner's: fine or Parareal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,8 +124,10 @@ class PlannerPreset:
     Attributes:
         name: the preset's name.
         loop: ``"sequential"`` (plan, then execute) or ``"pipelined"``.
-        model: the loop's predictive model: ``"fine"`` or ``"parareal"`` (the multi-fidelity
-            planner's corrector).
+        model: the loop's predictive model (the multi-fidelity planner's corrector): None (the
+            presets': ``config/model.yaml``'s ``name`` and ``iterations``, the model the MPC node's
+            predictor serves), or ``"fine"`` / ``"parareal"`` (with ``parareal_iterations``) /
+            ``"coarse"`` (single fidelity only) whatever the model file says.
         parareal_iterations: K for ``model="parareal"``.
         coarse: None for the single-fidelity optimizer; else the multi-fidelity planner's
             coarse model, one of :data:`~parapush.planning.multifidelity.COARSE_CHOICES`.
@@ -135,7 +141,7 @@ class PlannerPreset:
 
     name: str
     loop: str
-    model: str
+    model: str | None = None
     parareal_iterations: int = 1
     coarse: str | None = None
     coarse_resolves_overlaps: bool = True
@@ -149,12 +155,15 @@ class PlannerPreset:
             raise ValueError(f"name: expected a non-empty string, got {self.name!r}")
         if self.loop not in LOOPS:
             raise ValueError(f"loop: expected one of {LOOPS}, got {self.loop!r}")
-        if self.model not in LOOP_MODELS:
-            raise ValueError(f"model: expected one of {LOOP_MODELS}, got {self.model!r}")
+        if self.model is not None and self.model not in LOOP_MODELS:
+            raise ValueError(f"model: expected None or one of {LOOP_MODELS}, got {self.model!r}")
         if isinstance(self.parareal_iterations, bool) or not isinstance(self.parareal_iterations, int) or (
             self.parareal_iterations < 1
         ):
             raise ValueError(f"parareal_iterations: expected an integer >= 1, got {self.parareal_iterations!r}")
+        if self.coarse is not None and self.model is not None and self.model not in CORRECTORS:
+            raise ValueError(f"model: the multi-fidelity planner's corrector must be one of {CORRECTORS}, "
+                             f"got {self.model!r}")
         if self.coarse is not None and self.coarse not in COARSE_CHOICES:
             raise ValueError(f"coarse: expected None or one of {COARSE_CHOICES}, got {self.coarse!r}")
         if (self.coarse is None) != (self.multifidelity is None):
@@ -183,63 +192,15 @@ class PlannerPreset:
         """``base`` (``config/planner.yaml``'s) with this preset's overrides."""
         return dataclasses.replace(base, **self.optimizer_overrides)
 
-    def build(
-        self,
-        scene: Scene,
-        config: Any,
-        *,
-        seed: int | None = None,
-        backend: str = "threads",
-        workers: int | None = None,
-        model: Any = None,
-        coarse: Any = None,
-        fidelity: str = "auto",
-    ) -> BuiltPlanner:
-        """The loop of this preset for ``scene``.
-
-        Args:
-            scene: the task.
-            config: a :class:`~parapush.planning.PlannerConfig` (optimizer base, MPC settings, costs).
-            seed: optimizer seed (default: the configuration's).
-            backend, workers: the fine backend of the predictive model built here (without ``model``).
-            model: the loop's predictive model (the corrector), e.g. the MPC node's predictor;
-                None: a :class:`~parapush.prediction.EnginePrediction` of this preset's ``model``
-                and K, owned (closed) by the returned planner.
-            coarse: the multi-fidelity planner's coarse propagator (with ``coarse`` set in the
-                preset), e.g. built from the MPC node's model config; None:
-                :func:`choose_coarse_model` of ``self.coarse``. Its ``max_speed`` (the learned
-                model's trained range), if any, caps the optimizer's speed.
-            fidelity: the fine model's fidelity management (``ModelConfig.fidelity``) of the
-                predictive model built here (without ``model``).
-        Returns:
-            a :class:`BuiltPlanner`; close it (or use ``with``) to release what it owns.
-        """
-        overrides = {} if seed is None else {"seed": seed}
-        settings = dataclasses.replace(self.optimizer_settings(config.optimizer), **overrides)
-        owned = model is None
-        if model is None:
-            from parapush.prediction import EnginePrediction, ModelConfig
-
-            # forced "parareal": "auto" would pick sample-parallel fine on 2 cores (mpc_benchmark)
-            model_config = ModelConfig(name=self.model, iterations=self.parareal_iterations,
-                                       schedule="parareal" if self.model == "parareal" else "auto",
-                                       backend=backend, workers=workers, fidelity=fidelity)
-            model = EnginePrediction.build(scene, model_config)
-        optimizer = StochasticTrajectoryOptimizer(settings)
-        planner: Any = optimizer
-        if self.coarse is not None:
-            if coarse is None:
-                coarse = choose_coarse_model(scene, self.coarse, resolve_overlaps=self.coarse_resolves_overlaps)
-            speed_limit = getattr(coarse, "max_speed", None)
-            if speed_limit is not None and speed_limit < settings.max_speed:
-                optimizer = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=speed_limit))
-            planner = MultiFidelityPlanner(optimizer, PropagatorRollout(coarse), self.multifidelity)
-        cost = CostFunction.from_config(scene, self.costs(config.costs))
-        if self.loop == "pipelined":
-            loop: Any = PipelinedMpcLoop(scene, planner, model, cost, config.mpc, self.pipeline)
-        else:
-            loop = MpcLoop(scene, planner, model, cost, config.mpc)
-        return BuiltPlanner(preset=self, loop=loop, planner=planner, model=model, owns_model=owned)
+    def corrector_config(self, model: Any) -> Any:
+        """The loop's predictive model (the corrector): ``model`` (``config/model.yaml``'s
+        :class:`~parapush.prediction.ModelConfig`), with this preset's model name and its K for
+        ``model="parareal"`` if it sets one; everything else (schedule, backend, fidelity, fine
+        settings) is the file's."""
+        if self.model is None:
+            return model
+        iterations = self.parareal_iterations if self.model == "parareal" else model.iterations
+        return dataclasses.replace(model, name=self.model, iterations=iterations)
 
 
 @dataclass
@@ -253,6 +214,11 @@ class BuiltPlanner:
         planner: the optimizer or :class:`MultiFidelityPlanner`.
         model: the loop's predictive model.
         owns_model: whether :meth:`close` closes ``model`` (it was built here).
+        model_config: the loop model's :class:`~parapush.prediction.ModelConfig` (the
+            corrector's: ``PlannerPreset.corrector_config`` of the model file's).
+        coarse: the multi-fidelity planner's coarse propagator (None: single fidelity).
+        costs: the cost terms ``{term: {parameter: value}}`` the loop's cost was built from.
+        overrides: what the builder was asked to change in the files (stated by benches).
     """
 
     preset: PlannerPreset
@@ -260,6 +226,29 @@ class BuiltPlanner:
     planner: Any
     model: Any
     owns_model: bool = True
+    model_config: Any = None
+    coarse: Any = None
+    costs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def settings(self) -> dict[str, Any]:
+        """Everything that decides how this planner plans, as plain data (two builds from the
+        same files compare equal): preset, optimizer, multi-fidelity, pipeline and MPC settings,
+        cost terms, the loop model's config, and the coarse model's type and settings."""
+        planner = self.planner
+        pipeline = getattr(self.loop, "pipeline", None)
+        return {
+            "preset": self.preset.name,
+            "loop": type(self.loop).__name__,
+            "planner": type(planner).__name__,
+            "optimizer": dataclasses.asdict(planner.settings),
+            "multifidelity": _plain(getattr(planner, "multifidelity", None)),
+            "pipeline": _plain(pipeline),
+            "mpc": _plain(self.loop.settings),
+            "costs": {term: dict(values) for term, values in self.costs.items()},
+            "model_config": _plain(self.model_config),
+            "coarse": coarse_settings(self.coarse),
+        }
 
     @property
     def pipelined(self) -> bool:
@@ -277,11 +266,39 @@ class BuiltPlanner:
         self.close()
 
 
-ISRR2019 = PlannerPreset(name="isrr2019", loop="sequential", model="parareal", parareal_iterations=1)
+COARSE_ATTRIBUTES = ("weights_path", "fine_settings", "max_speed", "duration_range", "ignore_obstacles", "rotation",
+                     "rotation_gain", "angular_speed_limit", "substep_travel")
+"""Attributes of the coarse models (learned, analytical) that decide their predictions."""
+
+
+def coarse_settings(coarse: Any) -> dict[str, Any] | None:
+    """A coarse propagator's type and settings as plain data (None for None): whether it
+    projects overlaps, and whichever of :data:`COARSE_ATTRIBUTES` it has."""
+    if coarse is None:
+        return None
+    found = {name: _plain(getattr(coarse, name)) for name in COARSE_ATTRIBUTES if hasattr(coarse, name)}
+    return {"type": type(coarse).__name__, "resolve_overlaps": getattr(coarse, "projector", None) is not None,
+            **{name: value if not isinstance(value, float) or value == value else "nan"
+               for name, value in found.items()}}
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses as dicts, paths as strings, tuples as lists (comparable, JSON-ready)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {key: _plain(item) for key, item in dataclasses.asdict(value).items()}
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+ISRR2019 = PlannerPreset(name="isrr2019", loop="sequential")
 REALTIME = PlannerPreset(
     name="realtime",
     loop="pipelined",
-    model="fine",
     coarse="auto",
     coarse_resolves_overlaps=False,
     multifidelity=MultiFidelitySettings(
@@ -289,7 +306,7 @@ REALTIME = PlannerPreset(
         contact_corrected_controls=2,
     ),
     pipeline=PipelineSettings(replan_distance=0.01, fallback_clearance=0.005),
-    optimizer_overrides={"samples": 30, "max_iterations": 10, "time_budget": None},
+    optimizer_overrides={"samples": 30, "max_iterations": 10},
     cost_overrides={"non_target_objects": {"goal_entry_margin": 0.02}},
 )
 PRESETS: Mapping[str, PlannerPreset] = MappingProxyType({ISRR2019.name: ISRR2019, REALTIME.name: REALTIME})

@@ -56,6 +56,8 @@ class TaskStep:
         event: what else happened (empty: nothing), e.g. a re-plan from the observation.
         planned_controls: (N, 2) m/s, its plan ((0, 2) for a fallback).
         predicted_trajectory: (N+1, D) the plan's predicted states ((0, D) for a fallback).
+        budget_cut: whether the re-plan's time budget cut a search of its plan (anytime planning:
+            the best plan found by then; False for a fallback).
     """
 
     step: int
@@ -70,6 +72,7 @@ class TaskStep:
     event: str
     planned_controls: np.ndarray
     predicted_trajectory: np.ndarray
+    budget_cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class TaskReport:
         replan_times: (k,) s, wall time of every plan.
         fallbacks: controls run as a late plan's fallback.
         replans_from_observation: re-plans because the observation disagreed with the prediction.
+        budget_cuts: searches (optimize calls) the time budget cut.
     """
 
     preset: str
@@ -101,6 +105,7 @@ class TaskReport:
     replans_from_observation: int
     final_distance: float
     final_state: np.ndarray
+    budget_cuts: int = 0
 
     @property
     def success(self) -> bool:
@@ -118,7 +123,8 @@ class TaskReport:
 
 
 class PlanRecorder:
-    """A planner (optimizer or multi-fidelity planner) that keeps its last plan and counts iterations."""
+    """A planner (optimizer or multi-fidelity planner) that keeps its last plan and counts
+    iterations and the searches its time budget cut."""
 
     def __init__(self, planner: Any) -> None:
         if not callable(getattr(planner, "optimize", None)) or not hasattr(planner, "settings"):
@@ -126,6 +132,7 @@ class PlanRecorder:
         self.planner = planner
         self.last: OptimizationResult | None = None
         self.iterations = 0
+        self.budget_cuts = 0
 
     @property
     def settings(self):
@@ -135,6 +142,7 @@ class PlanRecorder:
         result = self.planner.optimize(state, controls, model, cost, proposals=proposals)
         self.last = result
         self.iterations += int(result.iterations)
+        self.budget_cuts += result.stop_reason == "time_budget"
         return result
 
 
@@ -206,8 +214,9 @@ def run_task(
             report = _run_pipelined(built.preset.name, loop, observed, recorder, duration, started, max_controls,
                                     callback)
         else:
-            report = _run_sequential(built.preset.name, loop, observed, duration, started, max_controls, callback,
-                                     should_cancel)
+            report = _run_sequential(built.preset.name, loop, observed, recorder, duration, started, max_controls,
+                                     callback, should_cancel)
+        report = dataclasses.replace(report, budget_cuts=recorder.budget_cuts)
     finally:
         loop.optimizer = recorder.planner
     canceled = should_cancel is not None and should_cancel()
@@ -223,7 +232,7 @@ def _plan_arrays(plan: OptimizationResult | None, dimension: int) -> tuple[np.nd
     return np.array(plan.controls, dtype=float), np.array(plan.trajectory, dtype=float)
 
 
-def _run_sequential(name, loop, world, duration, started, max_controls, callback, should_cancel):
+def _run_sequential(name, loop, world, recorder, duration, started, max_controls, callback, should_cancel):
     dimension = loop.scene.layout.dimension
     clock = {"idle_since": started, "waiting": 0.0}
     planning: list[float] = []
@@ -240,6 +249,7 @@ def _run_sequential(name, loop, world, duration, started, max_controls, callback
                 distance_to_goal=float(step.distance_to_goal), replan_time=float(step.planning_time),
                 waiting_time=waiting, task_time=now - started, fallback=False, event="",
                 planned_controls=step.planned_controls.copy(), predicted_trajectory=step.predicted_trajectory.copy(),
+                budget_cut=recorder.last is not None and recorder.last.stop_reason == "time_budget",
             ))
 
     result: MpcResult = loop.run(BlockingWorld(world), max_controls=max_controls, callback=on_step,
@@ -275,7 +285,7 @@ def _run_pipelined(name, loop, world, recorder, duration, started, max_controls,
             cost=float(step.cost), distance_to_goal=_distance_to_goal(scene, world.last_state),
             replan_time=float(step.replan_time), waiting_time=float(step.waiting_time),
             task_time=float(step.start_time) - started, fallback=bool(step.fallback), event=event,
-            planned_controls=controls, predicted_trajectory=trajectory,
+            planned_controls=controls, predicted_trajectory=trajectory, budget_cut=bool(step.budget_cut),
         ))
 
     result: PipelinedResult = loop.run(world, max_controls=max_controls, callback=on_step)

@@ -1,0 +1,227 @@
+"""The one construction path of a planner and its predictor (issue 28).
+
+The MPC node, the demo (through the node) and every benchmark build their planner with
+:func:`build_planner` from :class:`PlannerSources`: the content of the three configuration
+files,
+
+- ``config/planner.yaml``: optimizer, MPC loop and cost weights (:class:`PlannerConfig`);
+- ``config/model.yaml``'s ``model:`` section: the predictive model (:class:`ModelConfig`:
+  schedule, backend, fidelity, the coarse model's choice, learned weights and fine settings);
+- ``config/mpc.yaml``'s ``planner``: the preset (:mod:`parapush.planning.presets`).
+
+What a benchmark changes is an explicit ``overrides`` mapping (:meth:`PlannerSources.with_overrides`),
+which the built planner keeps (``BuiltPlanner.overrides``) so the benchmark can print and store
+it; with no overrides a benchmark's planner equals the node's for the same files
+(``BuiltPlanner.settings``).
+
+Sections of ``overrides`` (applied in this order):
+
+- ``preset``: another preset's name (e.g. ``"isrr2019"``);
+- ``preset_fields``: :class:`~parapush.planning.presets.PlannerPreset` fields replaced (e.g.
+  ``{"model": "fine"}``);
+- ``optimizer``: :class:`~parapush.planning.optimizer.OptimizerSettings` fields, on top of the
+  file's and the preset's;
+- ``costs``: ``{term: {parameter: value}}`` merged into the file's and the preset's;
+- ``mpc``: :class:`~parapush.planning.mpc.MpcSettings` fields;
+- ``model``: :class:`~parapush.prediction.ModelConfig` fields (e.g. ``{"schedule": "parareal"}``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from parapush.planning.costs import CostFunction
+from parapush.planning.mpc import MpcLoop
+from parapush.planning.multifidelity import MultiFidelityPlanner, choose_coarse_model
+from parapush.planning.optimizer import StochasticTrajectoryOptimizer
+from parapush.planning.pipelined_mpc import PipelinedMpcLoop
+from parapush.planning.planner_config import PlannerConfig, load_planner_config
+from parapush.planning.predictive_model import PropagatorRollout
+from parapush.planning.presets import DEFAULT_PRESET, BuiltPlanner, PlannerPreset, planner_preset
+from parapush.scene import Scene
+
+__all__ = ["OVERRIDE_SECTIONS", "PlannerSources", "build_planner", "coarse_model_for", "load_mpc_preset"]
+
+OVERRIDE_SECTIONS = ("preset", "preset_fields", "optimizer", "costs", "mpc", "model")
+"""The sections of :meth:`PlannerSources.with_overrides`, in the order they are applied."""
+
+
+def _config_dir() -> Path:
+    from parapush.graph import config_dir
+
+    return config_dir()
+
+
+def load_mpc_preset(path: str | Path) -> str:
+    """The ``planner`` parameter (a preset name) of a ROS parameter file such as ``config/mpc.yaml``
+    (its ``mpc`` or ``/**`` section); the default preset when it sets none.
+
+    Raises:
+        ValueError naming the file when it is not a parameter file or names an unknown preset.
+    """
+    path = Path(path)
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, Mapping):
+        raise ValueError(f"path: {path} is not a ROS parameter file (a mapping of node sections)")
+    for section in ("mpc", "/mpc", "/**"):
+        body = data.get(section)
+        parameters = body.get("ros__parameters") if isinstance(body, Mapping) else None
+        if isinstance(parameters, Mapping) and "planner" in parameters:
+            return planner_preset(parameters["planner"]).name
+    return DEFAULT_PRESET
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerSources:
+    """What a planner is built from (module docstring).
+
+    Attributes:
+        planner: ``config/planner.yaml`` (optimizer, MPC settings, costs).
+        model: ``config/model.yaml``'s ``model:`` section (a :class:`~parapush.prediction.ModelConfig`).
+        preset: the preset (``config/mpc.yaml``'s ``planner``).
+        overrides: what :meth:`with_overrides` changed, by section (empty: the files as they are).
+    """
+
+    planner: PlannerConfig
+    model: Any
+    preset: PlannerPreset
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from parapush.prediction import ModelConfig
+
+        if not isinstance(self.planner, PlannerConfig):
+            raise TypeError(f"planner: expected a PlannerConfig, got {type(self.planner).__name__}")
+        if not isinstance(self.model, ModelConfig):
+            raise TypeError(f"model: expected a ModelConfig, got {type(self.model).__name__}")
+        if not isinstance(self.preset, PlannerPreset):
+            raise TypeError(f"preset: expected a PlannerPreset, got {type(self.preset).__name__}")
+        object.__setattr__(self, "overrides", MappingProxyType(dict(self.overrides)))
+
+    @classmethod
+    def load(
+        cls,
+        folder: str | Path | None = None,
+        *,
+        planner_file: str | Path = "planner.yaml",
+        model_file: str | Path = "model.yaml",
+        mpc_file: str | Path = "mpc.yaml",
+    ) -> PlannerSources:
+        """The three files of ``folder`` (default: the package's ``config/``); a file may be
+        given as a path instead of a name in ``folder``."""
+        from parapush.prediction import load_model_config
+
+        folder = _config_dir() if folder is None else Path(folder)
+        return cls(planner=load_planner_config(folder / planner_file), model=load_model_config(folder / model_file),
+                   preset=planner_preset(load_mpc_preset(folder / mpc_file)))
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> PlannerSources:
+        """These sources with ``overrides`` applied (module docstring); ``overrides`` is kept,
+        merged with earlier ones, in ``self.overrides``.
+
+        Raises:
+            ValueError naming an unknown section or field.
+        """
+        overrides = dict(overrides or {})
+        unknown = sorted(set(overrides) - set(OVERRIDE_SECTIONS))
+        if unknown:
+            raise ValueError(f"overrides: unknown section(s) {unknown}; known: {list(OVERRIDE_SECTIONS)}")
+        preset, planner, model = self.preset, self.planner, self.model
+        if "preset" in overrides:
+            preset = planner_preset(overrides["preset"])
+        try:
+            preset = dataclasses.replace(preset, **overrides.get("preset_fields", {}))
+            if overrides.get("optimizer") or overrides.get("costs"):
+                costs = {term: {**preset.cost_overrides.get(term, {}), **values}
+                         for term, values in overrides.get("costs", {}).items()}
+                preset = dataclasses.replace(
+                    preset, optimizer_overrides={**preset.optimizer_overrides, **overrides.get("optimizer", {})},
+                    cost_overrides={**preset.cost_overrides, **costs})
+            if overrides.get("mpc"):
+                planner = dataclasses.replace(planner, mpc=dataclasses.replace(planner.mpc, **overrides["mpc"]))
+            model = dataclasses.replace(model, **overrides.get("model", {}))
+        except TypeError as error:  # an unknown field
+            raise ValueError(f"overrides: {error}") from None
+        merged = {**self.overrides}
+        for section, values in overrides.items():
+            merged[section] = values if not isinstance(values, Mapping) else {**merged.get(section, {}), **values}
+        return PlannerSources(planner=planner, model=model, preset=preset, overrides=merged)
+
+
+def coarse_model_for(scene: Scene, preset: PlannerPreset, model: Any) -> Any:
+    """The multi-fidelity planner's coarse propagator for ``scene`` (None for a single-fidelity
+    preset): ``model.coarse_model`` of the model config (``auto``: the learned model wherever its
+    trained geometry fits, obstacles ignored for prediction), with the config's learned weights,
+    fine settings and analytical rotation, projecting overlaps as the preset says."""
+    if preset.coarse is None:
+        return None
+    return choose_coarse_model(scene, model.coarse_model, resolve_overlaps=preset.coarse_resolves_overlaps,
+                               weights_path=model.learned_weights, fine_settings=model.fine,
+                               analytical_rotation=model.analytical_rotation)
+
+
+def build_planner(
+    scene: Scene,
+    sources: PlannerSources,
+    *,
+    seed: int | None = None,
+    model: Any = None,
+    coarse: Any = None,
+) -> BuiltPlanner:
+    """The loop of ``sources.preset`` for ``scene``, built from ``sources``.
+
+    Optimizer settings: the planner file's, the preset's overrides, then ``seed``; a pipelined
+    preset's re-plans get at most ``PipelineSettings.replan_budget`` of the control duration
+    (anytime planning); a coarse model's ``max_speed`` (the learned model's trained range) caps
+    the speed.
+
+    Args:
+        scene: the task.
+        sources: the files' content (and a benchmark's overrides).
+        seed: the optimizer's seed (None: the planner file's).
+        model: the loop's predictive model (the corrector), e.g. the MPC node's predictor built
+            from the same model config; None: an :class:`~parapush.prediction.EnginePrediction`
+            of ``preset.corrector_config(sources.model)``, owned (closed) by the returned planner.
+        coarse: the coarse propagator (e.g. the node's, cached); None: :func:`coarse_model_for`.
+    Returns:
+        a :class:`~parapush.planning.presets.BuiltPlanner`; close it (or use ``with``) to release
+        what it owns.
+    """
+    preset = sources.preset
+    settings = preset.optimizer_settings(sources.planner.optimizer)
+    if seed is not None:
+        settings = dataclasses.replace(settings, seed=seed)
+    if preset.pipeline is not None and preset.pipeline.replan_margin is not None:
+        budget = preset.pipeline.replan_budget(settings.control_duration)
+        if settings.time_budget is None or budget < settings.time_budget:
+            settings = dataclasses.replace(settings, time_budget=budget)
+    model_config = preset.corrector_config(sources.model)
+    owned = model is None
+    if model is None:
+        from parapush.prediction import EnginePrediction
+
+        model = EnginePrediction.build(scene, model_config)
+    planner: Any = StochasticTrajectoryOptimizer(settings)
+    if preset.coarse is not None:
+        coarse = coarse_model_for(scene, preset, sources.model) if coarse is None else coarse
+        speed_limit = getattr(coarse, "max_speed", None)
+        if speed_limit is not None and speed_limit < settings.max_speed:
+            planner = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=speed_limit))
+        planner = MultiFidelityPlanner(planner, PropagatorRollout(coarse), preset.multifidelity)
+    else:
+        coarse = None
+    costs = preset.costs(sources.planner.costs)
+    cost = CostFunction.from_config(scene, costs)
+    if preset.loop == "pipelined":
+        loop: Any = PipelinedMpcLoop(scene, planner, model, cost, sources.planner.mpc, preset.pipeline)
+    else:
+        loop = MpcLoop(scene, planner, model, cost, sources.planner.mpc)
+    return BuiltPlanner(preset=preset, loop=loop, planner=planner, model=model, owns_model=owned,
+                        model_config=model_config, coarse=coarse, costs=costs, overrides=dict(sources.overrides))

@@ -57,7 +57,11 @@ Datagrams that do not decode (truncated, garbage) are counted by the client
 decode into wrong numbers: :class:`~parapush.estimation.frame_gate.FrameGate` drops frames whose time stamps are
 inconsistent (``frames_rejected_latency`` / ``frames_rejected_clock``) before they can
 corrupt the tracker's clock map; damaged poses are left to the tracker's jump detection.
-The receive thread never dies (the client catches and counts callback errors).
+The receive thread never dies (the client catches and counts callback errors). It is the
+client's own thread, not one of the executor's: a frame is read, tracked and published there, so
+the socket is never read behind a callback of this node (the executor's timers only publish
+heartbeats and diagnostics), and the process runs at the default priority while planning runs
+lower (config/graph.yaml ``nice``), so a busy planner does not delay it.
 :meth:`StateEstimatorNode.close` stops the client (DISCONNECT, thread joined, sockets
 closed) and the resolver thread; ``main`` (:func:`run_node`) calls it on shutdown.
 Parameters (generated from :class:`~parapush.estimation.estimator_settings.EstimatorSettings`,

@@ -11,8 +11,14 @@ import pytest
 from test_planning_fixtures import GluedPropagator, glued_model, initial_state, tiny_scene
 
 from parapush.planning import CostFunction, OptimizerSettings, PropagatorRollout, StochasticTrajectoryOptimizer
+from parapush.planning.async_world import PropagatorPhysics, VirtualClockWorld
 from parapush.planning.multifidelity import MultiFidelityPlanner, MultiFidelitySettings
 from parapush.planning.pipelined_mpc import PipelineSettings
+from parapush.planning.planner_config import planner_config_from_dict
+from parapush.planning.presets import PRESETS
+from parapush.planning.stack_planner import PlannerSources, build_planner
+from parapush.planning.task_run import run_task
+from parapush.prediction import ModelConfig
 
 GOAL_ONLY = {"goal_distance": {"weight": 1.0}, "smoothness": {"weight": 0.1}}
 SLEEP = 0.03
@@ -132,3 +138,33 @@ def test_pipeline_replan_budget_is_the_control_duration_less_the_margin() -> Non
     with pytest.raises(ValueError, match="replan_margin"):
         PipelineSettings(replan_margin=-0.1)
     assert dataclasses.replace(pipeline, replan_margin=0.0).replan_budget(1.0) == pytest.approx(1.0)
+
+
+class SlowGlued(GluedPropagator):
+    """The glued coarse propagator, ``SLEEP`` s per call (a coarse search that cannot finish in time)."""
+
+    def propagate(self, states, controls, durations):
+        time.sleep(SLEEP)
+        return super().propagate(states, controls, durations)
+
+
+@pytest.mark.parametrize("preset_name", sorted(PRESETS))
+def test_a_task_reports_the_plans_its_time_budget_cut(preset_name) -> None:
+    scene = tiny_scene()
+    config = planner_config_from_dict({
+        "optimizer": {"max_iterations": 10, "samples": 4, "seed": 0, "control_duration": 0.1, "time_budget": 0.05},
+        "mpc": {"max_controls": 3},
+        "costs": GOAL_ONLY,
+    })
+    sources = PlannerSources(planner=config, model=ModelConfig(), preset=PRESETS[preset_name])
+    coarse = SlowGlued(scene.layout, scene.target_index)
+    built = build_planner(scene, sources, model=PropagatorRollout(coarse), coarse=coarse)
+    assert built.planner.settings.time_budget == pytest.approx(0.05)  # the pipelined preset's: max(0.1 - 0.2, 0.05)
+    world = VirtualClockWorld(PropagatorPhysics(GluedPropagator(scene.layout, scene.target_index),
+                                                initial_state(scene)))
+    steps: list = []
+    report = run_task(built, world, callback=steps.append, max_controls=3)
+    planned = [step for step in steps if not step.fallback]
+    assert planned and all(step.budget_cut for step in planned)  # 10 iterations of 0.03 s never fit 0.05 s
+    assert report.budget_cuts >= len(planned)
+    assert report.optimizer_iterations <= 2 * report.budget_cuts  # each search stopped after 1-2 iterations

@@ -41,10 +41,11 @@ re-plans from the state that resumes it when a body is farther than the pipeline
 ``replan_distance`` from the prediction (e.g. bumped while occluded).
 
 Feedback when each control starts: step, cost, distance, re-plan time, waiting time, task
-time, fallback, event, control and the predicted trajectory (also published on
-``planned_trajectory``). The result adds planning, waiting and task time and the re-plan
-p50/p95 (definitions in :mod:`parapush.planning.task_run`). Cancelling a goal stops the
-pusher at once (an empty ControlSequence tells the executor to stop).
+time, fallback, event (:data:`BUDGET_CUT_EVENT` among them when the time budget cut the
+plan), control and the predicted trajectory (also published on ``planned_trajectory``). The
+result adds planning, waiting and task time and the re-plan p50/p95 (definitions in
+:mod:`parapush.planning.task_run`). Cancelling a goal stops the pusher at once (an empty
+ControlSequence tells the executor to stop).
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ PARAMETERS = (
     ParameterSpec("service_wait_limit", 60.0, "s to wait for a lost prediction service (on_service_loss: wait)",
                   minimum=0.0, maximum=3600.0),
 )
+
+BUDGET_CUT_EVENT = "the re-plan's time budget cut its search (its best plan so far runs)"
+"""The feedback's ``event`` when a step's plan was cut by its time budget (``TaskStep.budget_cut``;
+the action has no field of its own for it: adding one needs the interfaces rebuilt)."""
 
 CLOSE_TIMEOUT = 2.0
 """s that ``close`` waits for a running goal to stop the pusher and end."""
@@ -366,7 +371,7 @@ class MpcNode(Node):
             f"goal finished ({preset.name}): {report.outcome.name} after {report.controls_executed} controls "
             f"({report.failure_reason or 'in the goal region'}); task {result.total_time:.1f} s, waiting "
             f"{report.waiting_time:.1f} s, planning {report.planning_time:.1f} s, re-plan p50/p95 "
-            f"{report.replan_p50:.2f}/{report.replan_p95:.2f} s"
+            f"{report.replan_p50:.2f}/{report.replan_p95:.2f} s, {report.budget_cuts} search(es) cut by the time budget"
         )
         if report.outcome == MpcOutcome.CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
@@ -403,7 +408,8 @@ class MpcNode(Node):
         feedback.waiting_time = float(step.waiting_time)
         feedback.task_time = float(step.task_time)
         feedback.fallback = bool(step.fallback)
-        feedback.event = "; ".join([*self._events, *([step.event] if step.event else [])])
+        cut = [BUDGET_CUT_EVENT] if step.budget_cut else []
+        feedback.event = "; ".join([*self._events, *([step.event] if step.event else []), *cut])
         self._events.clear()
         feedback.control.vx, feedback.control.vy = (float(v) for v in step.control)
         feedback.control.duration = float(step.duration)

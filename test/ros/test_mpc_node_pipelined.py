@@ -20,6 +20,7 @@ from parareal_pushing.action import PushObject
 from test_mpc_node import SCENE_DATA, Plant, goal, start, wait
 
 from parapush.graph import config_dir
+from parapush.nodes.mpc import BUDGET_CUT_EVENT
 
 CONTROL_DURATION = 0.5  # s: fast plans (the coarse analytical model, one object) take a few 10 ms
 BOUNDARY_MARGIN = 0.2  # s after a control's end for the next one to arrive: a fresh state (50 Hz) and DDS
@@ -120,6 +121,8 @@ def test_a_late_plan_runs_the_fallback_once_then_the_pusher_stands_still(ros_con
         fallbacks = [step for step in feedback if step.fallback]
         assert len(fallbacks) == result.fallbacks
         assert all(step.event.startswith("fallback") for step in fallbacks)
+        # a 0.6 s correction never fits the re-plan's budget (half the 0.25 s control): the feedback says so
+        assert any(BUDGET_CUT_EVENT in step.event for step in feedback if not step.fallback)
         assert result.waiting_time > 0.0 and any(step.waiting_time > 0.0 for step in feedback[1:])
         # Safety: the pusher moves at most the two controls of the last sequence it got, then stops.
         sent = sent_controls(plant)

@@ -123,6 +123,8 @@ def test_a_late_plan_runs_the_fallback_once_then_the_pusher_stands_still(ros_con
         assert all(step.event.startswith("fallback") for step in fallbacks)
         # a 0.6 s correction never fits the re-plan's budget (half the 0.25 s control): the feedback says so
         assert any(BUDGET_CUT_EVENT in step.event for step in feedback if not step.fallback)
+        assert all((BUDGET_CUT_EVENT in step.event) == step.budget_cut for step in feedback)
+        assert result.budget_cuts >= sum(step.budget_cut for step in feedback) >= 1
         assert result.waiting_time > 0.0 and any(step.waiting_time > 0.0 for step in feedback[1:])
         # Safety: the pusher moves at most the two controls of the last sequence it got, then stops.
         sent = sent_controls(plant)

@@ -17,8 +17,8 @@ does not follow when it moved less than ``min_fraction`` |C| along C:
 longest delay tolerated, and an arm quicker than that (the simulated one stops within ~15 ms)
 would otherwise be judged, at a stop command, against motion it was never asked to make
 (the stack's bench latched "commanded 20.0 mm, moved 4.6 mm in 0.27 s" with the sim
-profile's d = 0.2 s when a control queue ran out after a late plan). Slower motion (less path than ``min_displacement`` in
-``max_window``) and motion back and forth (|C| below half of it) are not judged. An invalid
+profile's d = 0.2 s when a control queue ran out after a late plan). Slower motion (less path
+than ``min_displacement`` in ``max_window``) and motion back and forth (|C| below half of it) are not judged. An invalid
 estimate, or estimates further apart than ``max_estimate_gap`` (a stalled estimator or
 simulator), restart the window: nothing is concluded across a gap.
 

@@ -111,8 +111,8 @@ PARAMETERS = (
 )
 
 BUDGET_CUT_EVENT = "the re-plan's time budget cut its search (its best plan so far runs)"
-"""The feedback's ``event`` when a step's plan was cut by its time budget (``TaskStep.budget_cut``;
-the action has no field of its own for it: adding one needs the interfaces rebuilt)."""
+"""The feedback's ``event`` when a step's plan was cut by its time budget (``TaskStep.budget_cut``,
+also the feedback's ``budget_cut`` and counted in the result's ``budget_cuts``)."""
 
 CLOSE_TIMEOUT = 2.0
 """s that ``close`` waits for a running goal to stop the pusher and end."""
@@ -408,6 +408,7 @@ class MpcNode(Node):
         feedback.waiting_time = float(step.waiting_time)
         feedback.task_time = float(step.task_time)
         feedback.fallback = bool(step.fallback)
+        feedback.budget_cut = bool(step.budget_cut)
         cut = [BUDGET_CUT_EVENT] if step.budget_cut else []
         feedback.event = "; ".join([*self._events, *([step.event] if step.event else []), *cut])
         self._events.clear()
@@ -429,6 +430,7 @@ class MpcNode(Node):
         result.replan_p95 = float(report.replan_p95)
         result.fallbacks = int(report.fallbacks)
         result.replans_from_observation = int(report.replans_from_observation)
+        result.budget_cuts = int(report.budget_cuts)
         result.planner = report.preset
         result.final_distance = float(report.final_distance)
         if np.all(np.isfinite(report.final_state)):

@@ -13,6 +13,7 @@ from parapush.planning.costs import (
     NonTargetObjects,
     ObstacleProximity,
     OffTable,
+    PusherGoalSide,
     PusherTargetDistance,
     Smoothness,
 )
@@ -280,3 +281,22 @@ def test_pusher_target_distance_is_zero_in_contact_and_squared_gap_otherwise() -
     assert term.evaluate(trajectories, controls)[0] == pytest.approx(0.01**2 + 0.03**2)
     trajectories[0, 1:, 0:2] = [-contact, 0.0]
     assert term.evaluate(trajectories, controls)[0] == pytest.approx(0.0, abs=1e-20)
+
+
+def test_pusher_goal_side_charges_only_a_pusher_ahead_of_the_target_towards_the_goal() -> None:
+    scene = tiny_scene(target_position=(0.0, 0.0), goal=(0.3, 0.0))  # the goal along +x
+    trajectories, controls = static_batch(scene, initial_state(scene))
+    trajectories[0, :, 0:2] = [
+        [-0.07, 0.0],  # x_0 is not charged
+        [-0.07, 0.0],  # behind the target: 0
+        [0.0, 0.07],  # beside it: 0
+        [0.05, 0.07],  # 5 cm ahead, beside: 0.05^2
+        [0.02, 0.0],  # 2 cm ahead: 0.02^2
+    ]
+    term = PusherGoalSide.from_scene(scene, weight=2.0)
+    assert term.evaluate(trajectories, controls)[0] == pytest.approx(0.05**2 + 0.02**2)
+    set_target(scene, trajectories, (0.3, 0.0))  # at the goal centre the side is undefined: 0
+    trajectories[0, :, 0:2] = [0.35, 0.0]
+    assert term.evaluate(trajectories, controls)[0] == 0.0
+    with pytest.raises(CostConfigError, match="pusher_goal_side.weight"):
+        PusherGoalSide.from_scene(scene, weight=-1.0)

@@ -6,6 +6,7 @@ from parapush.planning.costs.goal_distance import GoalDistance
 from parapush.planning.costs.non_target_objects import NonTargetObjects
 from parapush.planning.costs.obstacle_proximity import ObstacleProximity
 from parapush.planning.costs.off_table import OffTable
+from parapush.planning.costs.pusher_goal_side import PusherGoalSide
 from parapush.planning.costs.pusher_target_distance import PusherTargetDistance
 from parapush.planning.costs.smoothness import Smoothness
 
@@ -18,6 +19,7 @@ __all__ = [
     "NonTargetObjects",
     "ObstacleProximity",
     "OffTable",
+    "PusherGoalSide",
     "PusherTargetDistance",
     "Smoothness",
     "validate_cost_config",

@@ -27,6 +27,7 @@ from parapush.planning.costs.goal_distance import GoalDistance
 from parapush.planning.costs.non_target_objects import NonTargetObjects
 from parapush.planning.costs.obstacle_proximity import ObstacleProximity
 from parapush.planning.costs.off_table import OffTable
+from parapush.planning.costs.pusher_goal_side import PusherGoalSide
 from parapush.planning.costs.pusher_target_distance import PusherTargetDistance
 from parapush.planning.costs.smoothness import Smoothness
 from parapush.scene import Scene
@@ -40,6 +41,7 @@ TERM_TYPES: dict[str, type] = {
         OffTable,
         NonTargetObjects,
         PusherTargetDistance,
+        PusherGoalSide,
     )
 }
 

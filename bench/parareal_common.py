@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -226,3 +227,19 @@ def write_results(name: str, payload: dict[str, Any], figure: Any) -> tuple[Path
     json_path.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
     figure.savefig(png_path, dpi=120, bbox_inches="tight")
     return json_path, png_path
+
+
+def wilson_interval(successes: int, runs: int, z: float = 1.959964) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate (NaN, NaN without runs); exactly 0 or 1 at
+    the ends when no run or every run succeeded."""
+    if runs < 0 or not 0 <= successes <= runs:
+        raise ValueError(f"successes, runs: expected 0 <= successes <= runs, got {successes}, {runs}")
+    if runs == 0:
+        return math.nan, math.nan
+    rate = successes / runs
+    denominator = 1 + z * z / runs
+    centre = (rate + z * z / (2 * runs)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / runs + z * z / (4 * runs * runs)) / denominator
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == runs else min(1.0, centre + half)
+    return low, high

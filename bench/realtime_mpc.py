@@ -77,7 +77,7 @@ from parapush.sim.world_physics import SimWorldPhysics
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference as bench_reference  # noqa: E402
 from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
-from parareal_common import RESULTS, environment, format_table  # noqa: E402
+from parareal_common import RESULTS, environment, format_table, wilson_interval  # noqa: E402
 from parareal_common import _jsonable as jsonable  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -249,17 +249,6 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
 
 
 # -- statistics -----------------------------------------------------------------------------------
-def wilson_interval(successes: int, runs: int, z: float = 1.959964) -> tuple[float, float]:
-    """95 % Wilson score interval of a success rate."""
-    if runs == 0:
-        return math.nan, math.nan
-    rate = successes / runs
-    denominator = 1 + z * z / runs
-    centre = (rate + z * z / (2 * runs)) / denominator
-    half = z * math.sqrt(rate * (1 - rate) / runs + z * z / (4 * runs * runs)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def summarize(runs: list[dict]) -> list[dict]:
     rows = []
     planners = [p for p in PLANNERS if any(r["planner"] == p for r in runs)]

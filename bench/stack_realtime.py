@@ -66,7 +66,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference as bench_reference  # noqa: E402
 from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
-from parareal_common import RESULTS, environment, format_table  # noqa: E402
+from parareal_common import RESULTS, environment, format_table, wilson_interval  # noqa: E402
 
 BENCH = "stack_realtime"
 SCENE_SEED = 2030
@@ -94,19 +94,6 @@ STACK_ERROR = "STACK_ERROR"
 
 
 # -- statistics (pure) --------------------------------------------------------------------------------
-def wilson_interval(successes: int, runs: int, z: float = 1.959964) -> tuple[float, float]:
-    """95 % Wilson score interval of a success rate (NaN, NaN without runs)."""
-    if runs < 0 or not 0 <= successes <= runs:
-        raise ValueError(f"successes, runs: expected 0 <= successes <= runs, got {successes}, {runs}")
-    if runs == 0:
-        return math.nan, math.nan
-    rate = successes / runs
-    denominator = 1 + z * z / runs
-    centre = (rate + z * z / (2 * runs)) / denominator
-    half = z * math.sqrt(rate * (1 - rate) / runs + z * z / (4 * runs * runs)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 @dataclass(frozen=True)
 class GoalRecord:
     """One PushObject goal's outcome and costs.
@@ -454,7 +441,7 @@ class StackSession:
         self._diagnostic_type = DiagnosticArray
         self._action = PushObject
         self._trigger = Trigger
-        self.bringup = isolated_bringup("sim", str(scene_path), {}, log_dir)
+        self.bringup = isolated_bringup("sim", str(scene_path), {}, log_dir, domain="isolated")
         self.bringup.start()
         try:
             self._join(settings, record, log_dir)

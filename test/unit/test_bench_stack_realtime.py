@@ -52,6 +52,8 @@ def test_wilson_interval_matches_known_values_and_refuses_impossible_counts(benc
     low, high = bench.wilson_interval(5, 10)
     assert low == pytest.approx(0.2366, abs=1e-4) and high == pytest.approx(0.7634, abs=1e-4)
     assert all(math.isnan(value) for value in bench.wilson_interval(0, 0))
+    # exactly 1 (0) when every (no) run succeeded: 4 of 4 gave 0.9999999999999999 and the summary check refused it
+    assert bench.wilson_interval(4, 4)[1] == 1.0 and bench.wilson_interval(0, 4)[0] == 0.0
     with pytest.raises(ValueError, match="successes, runs"):
         bench.wilson_interval(3, 2)
 

@@ -229,6 +229,10 @@ class MpcLoop:
         self.settings = settings
         self._cancel = threading.Event()
         self._running = threading.Lock()
+        self.before_plan: Callable[[MpcLoop], None] | None = None
+        """Called with this loop in the loop's thread before each plan (None: nothing): it may replace
+        ``cost`` and retune the optimizer's per-plan settings (live tuning,
+        :class:`parapush.planning.live_settings.PlanRetuner`); horizon and control duration must stay."""
 
     # -- cancellation ---------------------------------------------------------------------
     def cancel(self) -> None:
@@ -340,6 +344,8 @@ class _Run:
                 if self.canceled():
                     return self.finish(MpcOutcome.CANCELED, "canceled before planning")
                 planning_started = time.perf_counter()
+                if loop.before_plan is not None:
+                    loop.before_plan(loop)
                 plan = loop.optimizer.optimize(
                     state, controls, loop.model, loop.cost.with_previous_control(previous),
                     proposals=loop.settings.proposals(loop.scene, state, settings) if step else None,

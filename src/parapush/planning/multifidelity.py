@@ -302,6 +302,19 @@ class MultiFidelityPlanner:
     def settings(self) -> OptimizerSettings:
         return self.optimizer.settings
 
+    def retune(self, settings: OptimizerSettings, multifidelity: MultiFidelitySettings) -> None:
+        """Plan with ``settings`` and ``multifidelity`` from the next :meth:`optimize` on (live
+        tuning, :mod:`parapush.planning.live_settings`; call it between re-plans, from the
+        planning thread). The noise generator and the corrector's measured time are kept."""
+        if not isinstance(settings, OptimizerSettings):
+            raise TypeError(f"settings: expected OptimizerSettings, got {type(settings).__name__}")
+        if not isinstance(multifidelity, MultiFidelitySettings):
+            raise TypeError(f"multifidelity: expected MultiFidelitySettings, got {type(multifidelity).__name__}")
+        self.optimizer.settings = settings
+        self.multifidelity = multifidelity
+        refine_settings = _replace_iterations(settings, multifidelity.refine_iterations)
+        self._refiner = StochasticTrajectoryOptimizer(refine_settings, rng=self.optimizer.rng)
+
     def optimize(
         self,
         initial_state: np.ndarray,

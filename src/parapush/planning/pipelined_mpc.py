@@ -223,6 +223,10 @@ class PipelinedMpcLoop:
             table_margin=max(settings.table_margin, pipeline.fallback_clearance),
         )
         self._cancel = threading.Event()
+        self.before_plan: Callable[[PipelinedMpcLoop], None] | None = None
+        """Called with this loop in its own thread before each plan (None: nothing): it may replace
+        ``cost`` and retune the optimizer's per-plan settings (live tuning,
+        :class:`parapush.planning.live_settings.PlanRetuner`); horizon and control duration must stay."""
 
     def cancel(self) -> None:
         """Ask the running task to stop (thread-safe); it ends with CANCELED."""
@@ -319,6 +323,8 @@ class _PipelinedRun:
         the straight-line push from ``state`` (``MpcSettings.replan_proposal``)."""
         started = time.perf_counter()
         loop = self.loop
+        if loop.before_plan is not None:
+            loop.before_plan(loop)
         proposals = None if first else loop.settings.proposals(loop.scene, state, loop.optimizer.settings)
         result = loop.optimizer.optimize(state, controls, loop.model, loop.cost.with_previous_control(previous),
                                          proposals=proposals)

@@ -40,14 +40,15 @@ import yaml
 from parapush.planning.costs import CostFunction
 from parapush.planning.mpc import MpcLoop
 from parapush.planning.multifidelity import MultiFidelityPlanner, choose_coarse_model
-from parapush.planning.optimizer import StochasticTrajectoryOptimizer
+from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryOptimizer
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop
 from parapush.planning.planner_config import PlannerConfig, load_planner_config
 from parapush.planning.predictive_model import PropagatorRollout
 from parapush.planning.presets import DEFAULT_PRESET, BuiltPlanner, PlannerPreset, planner_preset
 from parapush.scene import Scene
 
-__all__ = ["OVERRIDE_SECTIONS", "PlannerSources", "build_planner", "coarse_model_for", "load_mpc_preset"]
+__all__ = ["OVERRIDE_SECTIONS", "PlannerSources", "build_planner", "coarse_model_for", "load_mpc_preset",
+           "planner_settings"]
 
 OVERRIDE_SECTIONS = ("preset", "preset_fields", "optimizer", "costs", "mpc", "model")
 """The sections of :meth:`PlannerSources.with_overrides`, in the order they are applied."""
@@ -167,6 +168,27 @@ def coarse_model_for(scene: Scene, preset: PlannerPreset, model: Any) -> Any:
                                analytical_rotation=model.analytical_rotation)
 
 
+def planner_settings(sources: PlannerSources, seed: int | None = None) -> OptimizerSettings:
+    """The optimizer settings :func:`build_planner` gives the planner of ``sources`` (before a
+    coarse model's speed cap): the planner file's, the preset's overrides, then ``seed`` (None:
+    the file's); a pipelined preset's re-plans get at most ``PipelineSettings.replan_budget`` s
+    of the control duration. Also what a running goal's live tuning recomputes
+    (:mod:`parapush.planning.live_settings`).
+
+    Raises:
+        ValueError naming the field the settings refuse.
+    """
+    preset = sources.preset
+    settings = preset.optimizer_settings(sources.planner.optimizer)
+    if seed is not None:
+        settings = dataclasses.replace(settings, seed=seed)
+    if preset.pipeline is not None and preset.pipeline.replan_margin is not None:
+        budget = preset.pipeline.replan_budget(settings.control_duration)
+        if settings.time_budget is None or budget < settings.time_budget:
+            settings = dataclasses.replace(settings, time_budget=budget)
+    return settings
+
+
 def build_planner(
     scene: Scene,
     sources: PlannerSources,
@@ -195,13 +217,7 @@ def build_planner(
         what it owns.
     """
     preset = sources.preset
-    settings = preset.optimizer_settings(sources.planner.optimizer)
-    if seed is not None:
-        settings = dataclasses.replace(settings, seed=seed)
-    if preset.pipeline is not None and preset.pipeline.replan_margin is not None:
-        budget = preset.pipeline.replan_budget(settings.control_duration)
-        if settings.time_budget is None or budget < settings.time_budget:
-            settings = dataclasses.replace(settings, time_budget=budget)
+    settings = planner_settings(sources, seed)
     model_config = preset.corrector_config(sources.model)
     owned = model is None
     if model is None:

@@ -16,6 +16,11 @@ the ``model.*`` parameters (config/model.yaml) and ``planner`` (config/mpc.yaml)
 re-plan has a time budget (anytime planning: ``PipelineSettings.replan_budget``, the control
 duration less the pipeline's margin); the planner then returns its best plan.
 
+Live tuning (issue 31): cost weights and planner settings are writable parameters
+(:mod:`parapush.nodes.mpc_tuning`; ``ros2 param set /mpc costs.smoothness.weight 0.5``), validated
+by the settings' own checks; a running goal applies a change at its next re-plan and its feedback's
+``event`` reports it; structural ones (horizon, control duration, ``mpc.*``) apply from the next goal.
+
 Predictions: the loop's model (the multi-fidelity planner's corrector) is the node's
 predictor, from the prediction service (``prediction_source: service``) or from a local
 engine, both built from the ``model.*`` settings (config/model.yaml); a goal may ask for
@@ -68,6 +73,7 @@ from rclpy.task import Future
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
 from parapush.nodes.lazy_message import LazyMessage
+from parapush.nodes.mpc_tuning import declare_tuning
 from parapush.nodes.mpc_world import RosAsyncWorld
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import (
@@ -80,6 +86,7 @@ from parapush.nodes.parameters import (
 from parapush.nodes.prediction_client import ServicePrediction, ServicePredictionError
 from parapush.parareal import MODELS
 from parapush.planning import MpcOutcome, PlannerConfigError, load_planner_config
+from parapush.planning.live_settings import Change, PlanRetuner
 from parapush.planning.presets import DEFAULT_PRESET, PRESETS, BuiltPlanner, planner_preset
 from parapush.planning.stack_planner import PlannerSources, build_planner, coarse_model_for
 from parapush.planning.task_run import TaskReport, TaskStep, run_task
@@ -151,6 +158,8 @@ class MpcNode(Node):
         # parameters (config/model.yaml) and the planner parameter (config/mpc.yaml)
         self.sources = PlannerSources(planner=self.config, model=self.model_config,
                                       preset=planner_preset(values["planner"]))
+        # writable: cost weights and planner settings (live tuning, parapush.nodes.mpc_tuning)
+        self.tuning = declare_tuning(self, self.sources, self.scene, on_change=self._on_tuned)
         callbacks = ReentrantCallbackGroup()
         # Both sources predict with the engine of the same model.* settings (config/model.yaml):
         # here, or in the prediction service. A request leaves model and K unset unless a goal sets them.
@@ -267,11 +276,12 @@ class MpcNode(Node):
         except SceneError as error:
             raise ValueError(str(error)) from None
 
-    def _model_for(self, goal: PushObject.Goal, preset):
+    def _model_for(self, goal: PushObject.Goal, sources: PlannerSources):
         """The predictive model for this goal: the node's, asking for the preset's corrector
         (``PlannerPreset.corrector_config``: its model and K) or the goal's model/K if it sets them;
         through the service with a per-call deadline (the preset's re-plan budget) and the
         ``on_service_loss`` policy."""
+        preset = sources.preset
         corrector = preset.corrector_config(self.model_config)
         model = goal.model or corrector.name
         iterations = corrector.iterations if goal.iterations == -1 else goal.iterations
@@ -279,7 +289,7 @@ class MpcNode(Node):
             if not goal.model and goal.iterations == -1 and preset.model is None:
                 return self.model  # the model config's own model and K
             return self.model.configured(model=model, iterations=iterations)
-        settings = preset.optimizer_settings(self.config.optimizer)
+        settings = preset.optimizer_settings(sources.planner.optimizer)
         budget = settings.time_budget if preset.loop == "sequential" and settings.time_budget else \
             settings.control_duration
         primary = self.model.configured(model=model, iterations=iterations)
@@ -304,10 +314,28 @@ class MpcNode(Node):
 
     def goal_planner(self, goal: PushObject.Goal, scene) -> BuiltPlanner:
         """The goal's planner: :func:`build_planner` of this node's sources (the goal's preset if it
-        names one); its corrector is the node's predictor, which the built planner does not own."""
-        sources = self.sources.with_overrides({"preset": goal.planner}) if goal.planner else self.sources
-        return build_planner(scene, sources, model=self._model_for(goal, sources.preset),
-                             coarse=self._coarse_model(sources.preset))
+        names one) with the tuned parameters' values; its corrector is the node's predictor, which
+        the built planner does not own. Before each plan its loop applies later live changes
+        (:class:`~parapush.planning.live_settings.PlanRetuner`)."""
+        version = self.tuning.version()
+        sources = self.tuning.sources(goal.planner or None)
+        built = build_planner(scene, sources, model=self._model_for(goal, sources),
+                              coarse=self._coarse_model(sources.preset))
+        built.loop.before_plan = PlanRetuner(self.tuning, built, version, self._report_tuning)
+        return built
+
+    def _on_tuned(self, changes: list[Change]) -> None:
+        """Accepted parameter changes: logged; a running goal's feedback reports the structural
+        ones now (the live ones when its next re-plan applies them)."""
+        self.get_logger().info("parameters changed: " + ", ".join(
+            f"{change.text()} ({self.tuning.settings[change.name].applies})" for change in changes))
+        later = [change.text() for change in changes if not change.live]
+        if later and self._busy.locked():
+            self._events.append(f"parameters changed: {', '.join(later)} (applies from the next goal)")
+
+    def _report_tuning(self, sentence: str) -> None:
+        self.get_logger().info(sentence)
+        self._events.append(sentence)
 
     def _on_event(self, sentence: str) -> None:
         self.get_logger().warning(sentence)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -22,6 +22,96 @@ WILDCARD_SECTION = "/**"
 LOOPBACK_HOST_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 MAX_NICE = 19
 """The lowest scheduling priority a node may ask for (Linux nice values: 0 default, 19 lowest)."""
+SIGINT_TIMEOUT = 10.0
+"""s a node gets to exit after its SIGINT before it gets SIGTERM: the bringup's per stage, the
+launch files' ``sigterm_timeout`` (every node at once, so the simulated driver keeps its devices
+up for its ``shutdown_grace`` while the executor releases the gripper)."""
+SIGTERM_TIMEOUT = 3.0
+"""s a node gets after its SIGTERM before SIGKILL (the bringup's; the launch files' ``sigkill_timeout``)."""
+
+
+@dataclass(frozen=True)
+class DeviceArgument:
+    """A device address or port the launch files and the bringup take as an argument.
+
+    Attributes:
+        name: the launch argument (``natnet_server:=...``; bringup ``--natnet-server``).
+        kind: the parameter's type, "str", "int" or "bool" (the argument is text).
+        targets: (node, parameter) pairs the value is given to.
+        description: what it is, with its unit.
+    """
+
+    name: str
+    kind: str
+    targets: tuple[tuple[str, str], ...]
+    description: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("str", "int", "bool"):
+            raise GraphError(f"{self.name}.kind: expected str, int or bool, got {self.kind!r}")
+        if not self.targets:
+            raise GraphError(f"{self.name}.targets: expected at least one (node, parameter)")
+
+    def value(self, text: str) -> object:
+        """The parameter value of the argument's ``text``.
+
+        Raises:
+            GraphError: naming the argument.
+        """
+        text = text.strip()
+        if self.kind == "bool":
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise GraphError(f"{self.name}: expected true or false, got {text!r}")
+            return text.lower() in ("true", "1")
+        if self.kind == "int":
+            try:
+                return int(text)
+            except ValueError:
+                raise GraphError(f"{self.name}: expected an integer, got {text!r}") from None
+        return text
+
+
+DEVICE_ARGUMENTS = (
+    DeviceArgument("natnet_server", "str", (("state_estimator", "server_address"),),
+                   "Motive's host (NatNet server IPv4 address)"),
+    DeviceArgument("natnet_local", "str", (("state_estimator", "local_interface"),),
+                   "local IPv4 address facing Motive"),
+    DeviceArgument("natnet_multicast", "bool", (("state_estimator", "multicast"),),
+                   "true: NatNet data by multicast; false: unicast"),
+    DeviceArgument("natnet_multicast_group", "str", (("state_estimator", "multicast_group"),),
+                   "NatNet multicast group (empty in the file: as announced by Motive)"),
+    DeviceArgument("natnet_command_port", "int", (("state_estimator", "command_port"),),
+                   "Motive's NatNet command UDP port"),
+    DeviceArgument("natnet_data_port", "int", (("state_estimator", "data_port"),),
+                   "NatNet multicast data UDP port (0 in the file: as announced by Motive)"),
+    DeviceArgument("gripper_address", "str", (("executor", "gripper.address"),),
+                   "Robotiq 2F-85: a serial device (/dev/ttyUSB0) or tcp://host:port (Modbus TCP)"),
+    DeviceArgument("twist_topic", "str", (("executor", "twist_topic"), ("sim_driver", "twist_topic")),
+                   "the arm's TwistStamped input (MoveIt Servo's delta_twist_cmds)"),
+)
+"""Every device address and port of the stack, as launch arguments (empty: the parameter files')."""
+
+
+def device_overrides(values: Mapping[str, str], nodes: Sequence[str]) -> dict[str, dict[str, object]]:
+    """{node: {parameter: value}} for the device arguments in ``values`` (by argument name; empty
+    text: not given), for the nodes named in ``nodes``.
+
+    Raises:
+        GraphError: an unknown argument or a value of the wrong type, naming the argument.
+    """
+    known = {argument.name: argument for argument in DEVICE_ARGUMENTS}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise GraphError(f"device arguments: unknown {unknown}; known: {sorted(known)}")
+    overrides: dict[str, dict[str, object]] = {}
+    for name, text in values.items():
+        if text is None or not str(text).strip():
+            continue
+        value = known[name].value(str(text))
+        for node, parameter in known[name].targets:
+            if node in nodes:
+                overrides.setdefault(node, {})[parameter] = value
+    return overrides
 
 
 class GraphError(ValueError):
@@ -175,13 +265,25 @@ class NodeGraph:
                 if value is None or is_loopback_address(str(value)):
                     shown = "unset (the node's default is the simulator's loopback)" if value is None else repr(value)
                     raise GraphError(
-                        f"{node.name}.{name} is {shown} in profile {profile!r}: set the device's address "
-                        f"(its parameter file or an override), or allow loopback explicitly "
-                        f"(bringup --allow-loopback, launch argument allow_loopback:=true)")
+                        f"{node.name}.{name} is {shown} in profile {profile!r}: give the device's address "
+                        f"(launch arguments natnet_server:=HOST gripper_address:=ADDRESS, bringup "
+                        f"--natnet-server/--gripper-address, or the parameter file), run against the "
+                        f"simulated devices (launch argument sim_devices:=true, bringup --sim-devices), or "
+                        f"allow loopback explicitly (allow_loopback:=true, bringup --allow-loopback)")
 
-    def shutdown_stages(self, profile: str) -> tuple[tuple[NodeEntry, ...], ...]:
-        """The nodes of ``profile`` in the order they are stopped (stages without them left out)."""
-        running = {node.name: node for node in self.for_profile(profile)}
+    def stack_nodes(self, profile: str, *, sim_devices: bool = False) -> tuple[NodeEntry, ...]:
+        """The nodes of ``profile``; with ``sim_devices``, also the simulated devices' nodes (those
+        only in ``loopback_profiles``, e.g. the simulated driver), for a robot profile run against them."""
+        nodes = self.for_profile(profile)
+        if not sim_devices or profile in self.loopback_profiles:
+            return nodes
+        return tuple(node for node in self.nodes if node in nodes
+                     or (set(node.profiles) <= set(self.loopback_profiles) and profile not in node.profiles))
+
+    def shutdown_stages(self, profile: str, *, sim_devices: bool = False) -> tuple[tuple[NodeEntry, ...], ...]:
+        """The nodes of ``profile`` (:meth:`stack_nodes`) in the order they are stopped (stages without
+        them left out)."""
+        running = {node.name: node for node in self.stack_nodes(profile, sim_devices=sim_devices)}
         stages = (tuple(running[name] for name in stage if name in running) for stage in self.shutdown_order)
         return tuple(stage for stage in stages if stage)
 

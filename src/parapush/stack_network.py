@@ -4,11 +4,15 @@ ROS-free (the bringup, the demo and the launch files apply it). Two stacks on on
 discover each other's nodes: the second one's goal reaches the first one's MPC, its executor
 the first one's gripper. So each profile's network is explicit (``config/network.yaml``):
 
-* ``sim``: ``domain: auto`` reserves a domain no other stack of this machine uses, for the life
-  of the run: an exclusive ``flock`` on ``<lock_dir>/domain-<d>.lock`` (released by the kernel
-  when the process ends, however it ends) and no DDS participant of this machine on it (one
-  holding a discovery port of the domain, :func:`domain_ports`); discovery stays on this
-  machine (``LOCALHOST``); the simulated devices listen on free ports (:class:`SimDevicePorts`).
+* ``sim``: ``domain: auto`` takes the domain the user exported (``ROS_DOMAIN_ID``, and
+  ``ROS_AUTOMATIC_DISCOVERY_RANGE`` where exported: :func:`exported_network`), so that the user's
+  own terminal sees the stack; where nothing is exported, or where a program asks for it
+  (``domain="isolated"``: the demo, the benchmarks, the tests), it reserves a domain no other stack
+  of this machine uses, for the life of the run: an exclusive ``flock`` on
+  ``<lock_dir>/domain-<d>.lock`` (released by the kernel when the process ends, however it
+  ends) and no DDS participant of this machine on it (one holding a discovery port of the
+  domain, :func:`domain_ports`); discovery stays on this machine (``LOCALHOST``, unless the
+  user exported another range); the simulated devices listen on free ports (:class:`SimDevicePorts`).
 * ``real``: a fixed domain and range, the robot's (every computer of the robot's stack uses it).
 
 The RTPS port mapping (DDS-RTPS 2.x, section 9.6.1.1, the same for every DDS vendor): domain
@@ -32,6 +36,13 @@ from parapush.yaml_file import read_yaml
 
 DISCOVERY_RANGES = ("SUBNET", "LOCALHOST", "OFF", "SYSTEM_DEFAULT")
 """Values of ROS_AUTOMATIC_DISCOVERY_RANGE (ROS 2 Iron and later)."""
+DOMAIN_VARIABLE = "ROS_DOMAIN_ID"
+RANGE_VARIABLE = "ROS_AUTOMATIC_DISCOVERY_RANGE"
+AUTO = "auto"
+"""A domain setting: the exported ``ROS_DOMAIN_ID`` where there is one, else an isolated domain."""
+ISOLATED = "isolated"
+"""A domain setting: a domain of this stack's own (:func:`reserve_domain`), whatever is exported."""
+DOMAIN_KEYWORDS = (AUTO, ISOLATED)
 MAX_DOMAIN = 232
 """The largest domain whose RTPS ports fit in 16 bits (7400 + 250 d + 250 <= 65535)."""
 AUTO_DOMAINS = range(10, 101)
@@ -80,7 +91,11 @@ class StackNetwork:
 
     def environment(self) -> dict[str, str]:
         """The environment variables that put a ROS process on this network (read by rcl at init)."""
-        return {"ROS_DOMAIN_ID": str(self.domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": self.discovery_range}
+        return {DOMAIN_VARIABLE: str(self.domain), RANGE_VARIABLE: self.discovery_range}
+
+    def export_line(self) -> str:
+        """The shell line that puts a terminal on this network (``ros2 topic list`` then sees the stack)."""
+        return "export " + " ".join(f"{name}={value}" for name, value in self.environment().items())
 
     def describe(self) -> str:
         return f"ROS domain {self.domain}, discovery range {self.discovery_range}"
@@ -91,7 +106,8 @@ class NetworkSettings:
     """One profile's network as configured (``config/network.yaml``).
 
     Attributes:
-        domain: a domain 0-232, or "auto" (reserve a free one of this machine: :func:`reserve_domain`).
+        domain: a domain 0-232, or "auto" (the exported ``ROS_DOMAIN_ID``, else a free one of this
+            machine reserved for the run: :func:`reserve_domain`), or "isolated" (always the latter).
         discovery_range: one of :data:`DISCOVERY_RANGES`.
         device_ports: "auto" (the simulated devices listen on free ports) or "fixed" (the ports of
             the profile's parameter file); only the simulated profile has devices of its own.
@@ -102,7 +118,7 @@ class NetworkSettings:
     device_ports: str = "fixed"
 
     def __post_init__(self) -> None:
-        if self.domain != "auto":
+        if self.domain not in DOMAIN_KEYWORDS:
             _check_domain(self.domain, "domain")
         if self.discovery_range not in DISCOVERY_RANGES:
             raise NetworkError(f"discovery_range: expected one of {DISCOVERY_RANGES}, got {self.discovery_range!r}")
@@ -112,7 +128,56 @@ class NetworkSettings:
 
 def _check_domain(domain: object, name: str) -> None:
     if isinstance(domain, bool) or not isinstance(domain, int) or not 0 <= domain <= MAX_DOMAIN:
-        raise NetworkError(f"{name}: expected a ROS domain id in [0, {MAX_DOMAIN}] or 'auto', got {domain!r}")
+        raise NetworkError(f"{name}: expected a ROS domain id in [0, {MAX_DOMAIN}], 'auto' or 'isolated', "
+                           f"got {domain!r}")
+
+
+def parse_domain(text: str | int | None, name: str = "domain") -> int | str | None:
+    """A domain setting from a command line or launch argument: a number 0-232, "auto", "isolated",
+    or None (empty or None: unset).
+
+    Raises:
+        NetworkError: naming ``name``.
+    """
+    if text is None or isinstance(text, int):
+        if text is not None:
+            _check_domain(text, name)
+        return text
+    text = text.strip().lower()
+    if not text:
+        return None
+    if text in DOMAIN_KEYWORDS:
+        return text
+    try:
+        domain = int(text)
+    except ValueError:
+        raise NetworkError(f"{name}: expected a ROS domain id in [0, {MAX_DOMAIN}], 'auto' or 'isolated', "
+                           f"got {text!r}") from None
+    _check_domain(domain, name)
+    return domain
+
+
+def exported_network(environ: Mapping[str, str] | None = None) -> tuple[int | None, str | None]:
+    """The domain (``ROS_DOMAIN_ID``) and discovery range (``ROS_AUTOMATIC_DISCOVERY_RANGE``) exported
+    in ``environ`` (default: this process's environment); None for each one unset or empty.
+
+    Raises:
+        NetworkError: an exported value rcl would not accept, naming the variable.
+    """
+    environ = os.environ if environ is None else environ
+    text = environ.get(DOMAIN_VARIABLE, "").strip()
+    domain = None
+    if text:
+        try:
+            domain = int(text)
+        except ValueError:
+            raise NetworkError(f"{DOMAIN_VARIABLE}: expected a ROS domain id in [0, {MAX_DOMAIN}], "
+                               f"got {text!r}") from None
+        _check_domain(domain, DOMAIN_VARIABLE)
+    discovery_range = environ.get(RANGE_VARIABLE, "").strip() or None
+    if discovery_range is not None and discovery_range not in DISCOVERY_RANGES:
+        raise NetworkError(f"{RANGE_VARIABLE}: expected one of {DISCOVERY_RANGES}, got {discovery_range!r}")
+    return domain, discovery_range
 
 
 def load_network_settings(path: str | Path) -> dict[str, NetworkSettings]:

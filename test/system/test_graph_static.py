@@ -4,7 +4,8 @@
   ``parapush.nodes.<executable>`` with a ``main``;
 - every parameter file exists, is a ROS 2 parameter file for that node, and every key in
   it is a parameter the node declares (its ``PARAMETERS``);
-- the launch files build their descriptions from the same graph.
+- the launch files build their descriptions from the same graph, with the bringup's exit policy
+  (a failed node ends the stack with a non-zero exit) and its stop timeouts.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from parapush.graph import PROFILES, WILDCARD_SECTION, load_graph
+from parapush.graph import PROFILES, SIGINT_TIMEOUT, SIGTERM_TIMEOUT, WILDCARD_SECTION, load_graph
+from parapush.nodes import sim_driver
+from parapush.nodes.node_main import SHUTDOWN_REPORT_AFTER
 from parapush.nodes.parameters import flatten_parameters
-from parapush.programs.launch_graph import exit_policy_arguments
+from parapush.programs.bringup import Bringup
+from parapush.programs.launch_graph import StackFailedError, exit_policy_arguments, shutdown_policy_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = load_graph(ROOT / "config" / "graph.yaml")
@@ -98,41 +102,85 @@ def test_launch_files_are_generated_from_the_graph(profile):
     assert GRAPH.for_profile(profile), f"no nodes in profile {profile!r}"
 
 
-def launch_shutdown(reason: str) -> tuple[str, str]:
-    """Stands for ``launch.actions.Shutdown(reason=...)`` (the launch libraries are not installed here)."""
-    return ("Shutdown", reason)
+class ExitEvent:
+    """Stands for launch's ProcessExited event (the launch libraries are not installed here)."""
+
+    def __init__(self, returncode: int) -> None:
+        self.returncode = returncode
+
+
+class LaunchContext:
+    """Stands for launch's LaunchContext: ``is_shutdown`` once the launch stops (Ctrl-C, a failure)."""
+
+    def __init__(self, is_shutdown: bool) -> None:
+        self.is_shutdown = is_shutdown
+
+
+RUNNING, STOPPING = LaunchContext(False), LaunchContext(True)
 
 
 @pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
-def test_launch_exit_actions_match_the_graph_policy(entry):
-    arguments = exit_policy_arguments(entry, launch_shutdown)
+def test_launch_exit_handlers_match_the_graph_policy(entry):
+    """The launch files' exit policy is the bringup's (Bringup.supervise, bringup.exit_status): a
+    shutdown node's exit, or a respawnable one's after its last restart, fails the launch (launch
+    prints the raised reason and exits 1); while stopping, exit 0 passes and any other code fails."""
+    arguments = exit_policy_arguments(entry)
+    on_exit = arguments["on_exit"]
+    assert on_exit(ExitEvent(0), STOPPING) is None
+    with pytest.raises(StackFailedError, match=f"{entry.name} exited with code -2 while the stack stopped"):
+        on_exit(ExitEvent(-2), STOPPING)
     if entry.on_exit == "shutdown":
         assert set(arguments) == {"on_exit"}
-        assert arguments["on_exit"][0] == "Shutdown" and entry.name in arguments["on_exit"][1]
+        for code in (0, 1, -9):
+            with pytest.raises(StackFailedError, match=rf"^{entry.name} exited with code {code} \(on_exit: shutdown"):
+                on_exit(ExitEvent(code), RUNNING)
         return
     assert entry.on_exit == "respawn"
     assert arguments["respawn"] is True
     assert arguments["respawn_delay"] == entry.respawn_delay
     assert arguments["respawn_max_retries"] == entry.max_restarts
-    on_exit = arguments["on_exit"]
-    # launch calls on_exit at every exit and respawns max_restarts times: the exit after them stops the launch.
-    assert [on_exit(None, None) for _ in range(entry.max_restarts)] == [None] * entry.max_restarts
-    action = on_exit(None, None)
-    assert action is not None and action[0] == "Shutdown" and entry.name in action[1]
+    # launch calls on_exit at every exit and respawns max_restarts times: the exit after them fails the launch.
+    assert [on_exit(ExitEvent(-9), RUNNING) for _ in range(entry.max_restarts)] == [None] * entry.max_restarts
+    with pytest.raises(StackFailedError, match=f"{entry.name} exited with code -9 .after {entry.max_restarts}"):
+        on_exit(ExitEvent(-9), RUNNING)
 
 
-def test_launch_nodes_take_their_exit_policy_from_the_graph():
-    """The generated launch_ros Node actions get exit_policy_arguments(entry, ...) as keyword arguments."""
+def test_launch_and_bringup_stop_with_the_same_timeouts():
+    """Both stop a node with SIGINT, SIGTERM after SIGINT_TIMEOUT, SIGKILL after SIGTERM_TIMEOUT."""
+    assert shutdown_policy_arguments() == {"sigterm_timeout": str(SIGINT_TIMEOUT),
+                                           "sigkill_timeout": str(SIGTERM_TIMEOUT)}
+    assert Bringup.__dataclass_fields__["stop_timeout"].default == SIGINT_TIMEOUT
+    source = (ROOT / "src" / "parapush" / "programs" / "bringup.py").read_text()
+    assert "(signal.SIGTERM, SIGTERM_TIMEOUT), (signal.SIGKILL, SIGTERM_TIMEOUT)" in source
+    # The simulated driver's grace (ros2 launch stops every node at once) ends before a stopping
+    # node dumps its stacks and long before SIGTERM.
+    grace = next(spec for spec in sim_driver.PARAMETERS if spec.name == "shutdown_grace")
+    assert grace.maximum < SHUTDOWN_REPORT_AFTER < SIGINT_TIMEOUT
+
+
+def test_launch_nodes_take_their_exit_and_shutdown_policy_from_the_graph():
+    """The generated launch_ros Node actions get exit_policy_arguments(entry) and
+    shutdown_policy_arguments() as keyword arguments, and no other exit handling."""
     path = ROOT / "src" / "parapush" / "programs" / "launch_graph.py"
     tree = ast.parse(path.read_text())
     node_calls = [call for call in ast.walk(tree)
                   if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Node"]
     assert len(node_calls) == 1, f"{path}: expected one Node(...) action"
-    spread = [keyword.value for keyword in node_calls[0].keywords if keyword.arg is None]
-    assert any(isinstance(value, ast.Call) and getattr(value.func, "id", None) == "exit_policy_arguments"
-               and isinstance(value.args[0], ast.Name) and value.args[0].id == "entry" for value in spread), \
-        f"{path}: Node(...) does not take **exit_policy_arguments(entry, ...)"
-    shutdown_factories = [call for call in ast.walk(tree)
-                          if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Shutdown"]
-    assert shutdown_factories and all(keyword.arg == "reason" for call in shutdown_factories
-                                      for keyword in call.keywords)
+    spread = {getattr(keyword.value.func, "id", None): keyword.value for keyword in node_calls[0].keywords
+              if keyword.arg is None and isinstance(keyword.value, ast.Call)}
+    policy = spread.get("exit_policy_arguments")
+    assert policy is not None and isinstance(policy.args[0], ast.Name) and policy.args[0].id == "entry", \
+        f"{path}: Node(...) does not take **exit_policy_arguments(entry)"
+    assert "shutdown_policy_arguments" in spread, f"{path}: Node(...) does not take **shutdown_policy_arguments()"
+    named = {keyword.arg for keyword in node_calls[0].keywords if keyword.arg}
+    assert not named & {"on_exit", "respawn", "sigterm_timeout", "sigkill_timeout"}
+
+
+def test_the_scene_is_checked_before_any_node_is_created():
+    """launch_graph.stack_actions resolves the scene (raising for a missing one) before its first Node."""
+    path = ROOT / "src" / "parapush" / "programs" / "launch_graph.py"
+    function = next(node for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.FunctionDef) and node.name == "stack_actions")
+    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+    lines = {call.func.id: call.lineno for call in reversed(calls)}
+    assert lines["resolve_scene_path"] < lines["Node"]

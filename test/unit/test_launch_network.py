@@ -58,7 +58,9 @@ def launch_nodes(profile: str, **arguments: str) -> list[Action]:
     return started
 
 
-def test_sim_launch_reserves_a_domain_and_hands_free_ports_to_the_nodes(launch_stand_ins):
+def test_sim_launch_reserves_a_domain_and_hands_free_ports_to_the_nodes(launch_stand_ins, monkeypatch):
+    monkeypatch.delenv("ROS_DOMAIN_ID", raising=False)  # the user exported nothing: an isolated domain
+    monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
     started = launch_nodes("sim")
     environment = {action.args[0]: action.args[1] for action in started
                    if type(action).__name__ == "SetEnvironmentVariable"}
@@ -71,6 +73,8 @@ def test_sim_launch_reserves_a_domain_and_hands_free_ports_to_the_nodes(launch_s
     assert nodes["state_estimator"]["command_port"] == nodes["sim_driver"]["natnet_command_port"]
     logged = " ".join(action.kwargs["msg"] for action in started if type(action).__name__ == "LogInfo")
     assert f"ROS domain {environment['ROS_DOMAIN_ID']}" in logged and str(port) in logged
+    assert (f"export ROS_DOMAIN_ID={environment['ROS_DOMAIN_ID']} ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST"
+            in logged)
     # Nodes start after the environment is set (actions run in order).
     kinds = [type(action).__name__ for action in started]
     assert kinds.index("Node") > max(index for index, kind in enumerate(kinds) if kind == "SetEnvironmentVariable")
@@ -82,3 +86,65 @@ def test_launch_arguments_override_the_network_file(launch_stand_ins):
                    if type(action).__name__ == "SetEnvironmentVariable"}
     assert environment == {"ROS_DOMAIN_ID": "77", "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
     assert all(action.kwargs["parameters"][-1] == {} for action in started if type(action).__name__ == "Node")
+
+
+def node_actions(started: list[Action]) -> dict[str, Action]:
+    return {action.kwargs["name"]: action for action in started if type(action).__name__ == "Node"}
+
+
+def test_sim_launch_honours_an_exported_domain_and_range(launch_stand_ins, monkeypatch):
+    monkeypatch.setenv("ROS_DOMAIN_ID", "79")
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
+    started = launch_nodes("sim", join="true")
+    environment = {action.args[0]: action.args[1] for action in started
+                   if type(action).__name__ == "SetEnvironmentVariable"}
+    assert environment == {"ROS_DOMAIN_ID": "79", "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
+    logged = " ".join(action.kwargs["msg"] for action in started if type(action).__name__ == "LogInfo")
+    assert "export ROS_DOMAIN_ID" not in logged  # the user's terminal is on the stack's network already
+    started = launch_nodes("sim", domain="isolated")
+    environment = {action.args[0]: action.args[1] for action in started
+                   if type(action).__name__ == "SetEnvironmentVariable"}
+    assert int(environment["ROS_DOMAIN_ID"]) in AUTO_DOMAINS
+
+
+def test_a_missing_scene_or_overlay_is_refused_before_any_node(launch_stand_ins, tmp_path):
+    with pytest.raises(FileNotFoundError, match="scene_file: 'no_such_scene.yaml'"):
+        launch_nodes("sim", scene_file="no_such_scene.yaml", domain="isolated")
+    with pytest.raises(FileNotFoundError, match="params_file: no such file"):
+        launch_nodes("sim", params_file=str(tmp_path / "missing.yaml"), domain="isolated")
+
+
+def test_device_arguments_and_the_overlay_reach_the_nodes(launch_stand_ins, tmp_path):
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text("mpc:\n  ros__parameters:\n    model.iterations: 2\n")
+    started = launch_nodes("real", natnet_server="10.0.0.5", natnet_multicast="true",
+                           gripper_address="tcp://10.0.0.6:502", twist_topic="/arm/twist",
+                           params_file=str(overlay), domain="isolated")
+    nodes = node_actions(started)
+    assert "sim_driver" not in nodes
+    assert nodes["state_estimator"].kwargs["parameters"][-1] == {"server_address": "10.0.0.5", "multicast": True}
+    assert nodes["executor"].kwargs["parameters"][-1] == {"gripper.address": "tcp://10.0.0.6:502",
+                                                          "twist_topic": "/arm/twist"}
+    for node in nodes.values():
+        parameters = node.kwargs["parameters"]
+        assert parameters[-3] == str(overlay.resolve()) and "scene_file" in parameters[-2]
+        assert node.kwargs["sigterm_timeout"] and callable(node.kwargs["on_exit"])
+
+
+def test_the_robot_launch_refuses_loopback_naming_the_launch_arguments(launch_stand_ins):
+    with pytest.raises(ValueError, match=r"natnet_server:=HOST gripper_address:=ADDRESS.*sim_devices:=true"):
+        launch_nodes("real", domain="isolated")
+
+
+def test_the_robot_launch_against_the_simulated_devices(launch_stand_ins, monkeypatch):
+    monkeypatch.delenv("ROS_DOMAIN_ID", raising=False)
+    started = launch_nodes("real", sim_devices="true")
+    nodes = node_actions(started)
+    assert "sim_driver" in nodes
+    port = nodes["sim_driver"].kwargs["parameters"][-1]["gripper_tcp_port"]
+    assert nodes["executor"].kwargs["parameters"][-1]["gripper.address"] == f"tcp://127.0.0.1:{port}"
+    assert nodes["state_estimator"].kwargs["parameters"][-1]["server_address"] == "127.0.0.1"
+    environment = {action.args[0]: action.args[1] for action in started
+                   if type(action).__name__ == "SetEnvironmentVariable"}
+    assert int(environment["ROS_DOMAIN_ID"]) in AUTO_DOMAINS  # the sim profile's network, not the robot's 42
+    assert environment["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"

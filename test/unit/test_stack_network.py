@@ -183,8 +183,10 @@ def test_network_file_errors_name_the_profile_and_field(tmp_path):
 
 
 def test_two_sim_bringups_get_their_own_domains_and_ports(capsys):
-    first = isolated_bringup("sim")
-    second = isolated_bringup("sim", overrides={"executor": {"gripper.address": "tcp://127.0.0.1:1"}})
+    # "isolated": a domain of each stack's own although the test suite exports ROS_DOMAIN_ID (conftest)
+    first = isolated_bringup("sim", domain="isolated")
+    second = isolated_bringup("sim", overrides={"executor": {"gripper.address": "tcp://127.0.0.1:1"}},
+                              domain="isolated")
     try:
         assert first.network.domain != second.network.domain
         assert {first.network.domain, second.network.domain} <= set(AUTO_DOMAINS)
@@ -209,7 +211,7 @@ def test_fixed_ports_and_an_explicit_domain_are_kept(tmp_path):
     network_file = tmp_path / "network.yaml"
     network_file.write_text(yaml.safe_dump({"sim": {"domain": "auto", "discovery_range": "LOCALHOST",
                                                     "device_ports": "fixed"}}))
-    bringup = isolated_bringup("sim", network_file=network_file)
+    bringup = isolated_bringup("sim", network_file=network_file, domain="isolated")
     try:
         assert bringup.device_ports is None and "sim_driver" not in bringup.overrides
         assert "gripper.address = tcp://127.0.0.1:15020" in bringup.describe_network()[-1]

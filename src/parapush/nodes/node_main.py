@@ -2,11 +2,14 @@
 
 Ctrl-C (SIGINT) and SIGTERM are handled here rather than by rclpy, so that the node's
 ``close()`` runs while the context is still valid: the executor's last zero twist, the MPC
-stopping a running goal and the gripper release are still published before shutdown.
+stopping a running goal and the gripper release are still published before shutdown. A node
+stopped by SIGINT or SIGTERM exits 0, without a traceback, however many SIGINTs come
+(``ros2 launch`` sends its own after the terminal's).
 """
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import signal
@@ -96,6 +99,19 @@ def stop_spinning(executor: Executor, spinner: threading.Thread | None, wake: Gu
     return spinner is None or not spinner.is_alive()
 
 
+def _ignore_further_interrupts(stop_signals: StopSignals) -> None:
+    """Put back the handlers :class:`StopSignals` replaced, but ignore SIGINT from now on.
+
+    Under ``ros2 launch`` a node gets two SIGINTs at a Ctrl-C (the terminal's, to the whole process
+    group, and launch's own): the second one, arriving while the node already stops, must not raise
+    ``KeyboardInterrupt`` (a traceback and exit code -2). SIGTERM goes back to its previous handler,
+    so that the bringup's SIGTERM still ends a node hung at its exit.
+    """
+    with contextlib.suppress(KeyboardInterrupt):  # a SIGINT between the restore and the line below
+        stop_signals.restore()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, threads: int | None = None) -> int:
     """Run one node until SIGINT, SIGTERM or the context shutting down.
 
@@ -149,7 +165,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
-        stop_signals.restore()
+        _ignore_further_interrupts(stop_signals)
         faulthandler.cancel_dump_traceback_later()
         # The timer does not cover what runs after this (the interpreter's exit joins threads and
         # runs atexit handlers): a process that hangs there writes every thread's stack when the

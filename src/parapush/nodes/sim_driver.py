@@ -23,8 +23,10 @@ Refused (success false) when the world cannot be stopped or restarted.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TwistStamped
@@ -61,6 +63,10 @@ PARAMETERS = (
                   "0: an ephemeral port", minimum=-1, maximum=65535),
     ParameterSpec("true_state_rate", 30.0, "Hz of /sim/true_state", minimum=0.1, maximum=1000.0),
     ParameterSpec("diagnostics_period", 1.0, "s between diagnostics messages", minimum=0.05, maximum=60.0),
+    ParameterSpec("shutdown_grace", 4.0, "s the devices stay up after the stop while the executor still holds "
+                  "the gripper (releasing it), when every node is stopped at once (ros2 launch); below the "
+                  "5 s after which a stopping node writes its stacks",
+                  minimum=0.0, maximum=4.5),
 )
 # Injected faults: settable at run time, applied to the driver at once (and at start-up).
 FAULT_PARAMETERS = (
@@ -238,7 +244,33 @@ class SimDriverNode(Node):
         self._diagnostics.publish(array)
 
     def close(self) -> None:
+        """Stop the devices once their clients are done (:meth:`wait_for_clients`), then the driver."""
+        self.wait_for_clients(self.get_parameter("shutdown_grace").value)
         self.driver.stop()
+
+    def clients_hold_devices(self) -> bool:
+        """A client holds the devices: the executor owns the gripper (it activated it and is still
+        connected: it has not released it yet). Its arm twists are not waited for: the simulated arm
+        halts at its own command timeout, as MoveIt Servo does."""
+        gripper = self.driver.gripper
+        return gripper is not None and gripper.owned
+
+    def wait_for_clients(self, grace: float) -> float:
+        """Wait until no client holds the devices, at most ``grace`` s; return the s waited.
+
+        Under ``ros2 launch`` every node gets its SIGINT at once: the executor then still commands
+        zero and releases the gripper, which needs the devices up. Under the bringup the executor
+        has exited before this node's stop (``shutdown_order``), so this returns at once.
+        """
+        started = time.monotonic()
+        while time.monotonic() - started < grace and self.clients_hold_devices():
+            time.sleep(0.05)
+        waited = time.monotonic() - started
+        if waited >= 0.05:
+            with contextlib.suppress(Exception):  # logging after the context shut down
+                self.get_logger().info(f"devices kept up {waited:.2f} s after the stop for their clients "
+                                       f"({'released' if not self.clients_hold_devices() else 'still held'})")
+        return waited
 
 
 def _flatten(prefix: str, value, into: dict[str, str]) -> None:

@@ -63,6 +63,7 @@ from parapush.programs.demo_faults import FAULTS, FaultInjectionError, FaultInje
 from parapush.programs.render_run import render_recording
 from parapush.reporting.run_plot import plot_run
 from parapush.scene import load_scene
+from parapush.stack_network import ISOLATED
 
 OUTCOME_NAMES = {
     value: name.removeprefix("OUTCOME_")
@@ -181,8 +182,9 @@ def run_demo(options: argparse.Namespace) -> int:
     print(f"[demo] scene '{scene.name}': push '{scene.target}' into the goal at {scene.goal.center} "
           f"(r = {scene.goal.radius} m) among {len(scene.objects) - 1} other object(s); run folder {out}")
     started = time.monotonic()
-    bringup = isolated_bringup("sim", str(scene_path), overrides, out / "logs", domain=options.domain,
-                               ports=options.ports)  # a domain and device ports of its own: config/network.yaml
+    # a domain of its own whatever ROS_DOMAIN_ID is exported (--domain N or auto to choose), free device ports
+    bringup = isolated_bringup("sim", str(scene_path), overrides, out / "logs",
+                               domain=ISOLATED if options.domain is None else options.domain, ports=options.ports)
     bringup.start()
     os.environ.update(bringup.child_environment())  # this program's node joins the stack's network
     rclpy.init()

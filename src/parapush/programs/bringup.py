@@ -603,6 +603,7 @@ def main(args: Sequence[str] | None = None) -> int:
                         help="robot profile against the simulated devices (launch argument sim_devices:=true)")
     for argument in DEVICE_ARGUMENTS:
         parser.add_argument("--" + argument.name.replace("_", "-"), dest=f"device_{argument.name}", default="",
+                            metavar=argument.kind.upper(),
                             help=f"{argument.description} (launch argument {argument.name}:=...)")
     parser.add_argument("--graph", type=Path, default=None,
                         help="a node graph file instead of the package's config/graph.yaml (tests)")

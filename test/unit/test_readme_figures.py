@@ -213,6 +213,29 @@ FIGURES = (
         (".3f", ".3f", ".2f", ".1f") * 4,
     ),
     Figure(
+        "Its `--quick` run on the 2 cores ({} min, load {}-{}; `bench/reference/stack_realtime_quick.json`): the "
+        "default scene succeeded {}/{}, re-planned in p50/p95 {}/{} s, the pusher waited for plans {} % of the task "
+        "(the first plan), {} late plans per run; the drawn scenes {}/{} and {}/{} (obstacle) and {}/{} and {}/{} "
+        "(clutter), {}/{} in all with p50/p95 {}/{} s; the stack's nodes took {} CPU-s per task-s",
+        "stack_realtime_quick",
+        ("benchmark_minutes", "load_min", "load_max", "clutter_fig1_successes", "clutter_fig1_runs",
+         "clutter_fig1_replan_p50_s", "clutter_fig1_replan_p95_s", "clutter_fig1_waiting_share",
+         "clutter_fig1_late_plans_per_run",
+         *(f"stack_{kind}_{index}_{count}" for kind, index in (("obstacle", 1), ("obstacle", 2), ("clutter", 1),
+                                                                ("clutter", 2)) for count in ("successes", "runs")),
+         "all_successes", "all_runs", "all_replan_p50_s", "all_replan_p95_s", "clutter_fig1_cpu_total"),
+        (".1f", ".1f", ".1f", ".0f", ".0f", ".3f", ".3f", lambda value: f"{100 * value:.1f}", ".2f",
+         *(".0f",) * 8, ".0f", ".0f", ".3f", ".3f", ".2f"),
+    ),
+    Figure(
+        "(`--cpu-hogs 2`, load {}-{}; `bench/reference/stack_realtime_overload.json`): {}/{} goals succeeded with no "
+        "stale-state or lost-service failure, task {} s on average, re-plan p50/p95 {}/{} s, waiting {} %",
+        "stack_realtime_overload",
+        ("load_min", "load_max", "clutter_fig1_successes", "clutter_fig1_runs", "clutter_fig1_task_time_mean_s",
+         "clutter_fig1_replan_p50_s", "clutter_fig1_replan_p95_s", "clutter_fig1_waiting_share"),
+        (".1f", ".1f", ".0f", ".0f", ".1f", ".3f", ".3f", lambda value: f"{100 * value:.1f}"),
+    ),
+    Figure(
         "`--quick` ({} min, load {}-{}; `bench/reference/realtime_mpc_quick.json`): `realtime` re-planned in "
         "p50/p95 {}/{} s (obstacle) and {}/{} s (clutter), task time / execution time {} and {}, and succeeded "
         "{}/{} obstacle and {}/{} clutter runs; `isrr2019` with the fine model {}/{} and {}/{}",

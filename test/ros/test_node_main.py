@@ -1,5 +1,5 @@
 """``run_node``'s exit codes, from a real process: a node whose callback raises exits non-zero
-(the spin thread died), a healthy node stopped by SIGINT exits 0, one slow to shut down writes
+(the spin thread died), a healthy node stopped by SIGINT exits 0 (however many SIGINTs), one slow to shut down writes
 where it is, and so does a process that hangs at its exit when SIGTERM comes. And its stop of
 the spin thread, in-process: ``stop_spinning`` ends a spin that rclpy's shutdown alone leaves
 waiting."""
@@ -88,6 +88,23 @@ def test_healthy_node_stopped_by_sigint_exits_zero():
         process.kill()
     assert process.returncode == 0, errors
     assert "most recent call first" not in errors, errors  # shut down in time: no stacks written
+
+
+def test_sigints_repeated_while_the_node_stops_leave_no_traceback():
+    """Under ``ros2 launch`` a Ctrl-C gives each node two SIGINTs (the terminal's and launch's);
+    here a burst of them during and after close(): still exit 0, and no KeyboardInterrupt."""
+    process = start_node(raise_after=-1, close_seconds=0.3)
+    try:
+        assert process.stdout.readline().strip() == "node up"
+        deadline = time.monotonic() + 20.0
+        while process.poll() is None and time.monotonic() < deadline:
+            process.send_signal(signal.SIGINT)
+            time.sleep(0.005)
+        _, errors = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, errors
+    assert "KeyboardInterrupt" not in errors and "Traceback" not in errors, errors
 
 
 def test_a_node_slow_to_shut_down_writes_where_it_is():

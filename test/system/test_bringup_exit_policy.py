@@ -37,7 +37,9 @@ READY = "ready:"
 """What the executor logs once it holds the tool (the gripper activated and closed on it)."""
 START_TIMEOUT = 120.0
 """s for three nodes to start on a loaded 2-core machine (MuJoCo, the gripper's activation)."""
-BAD_SIGNS = ("Traceback", "KeyboardInterrupt", "never awaited", "release failed", "Current thread")
+BAD_SIGNS = ("Traceback", "KeyboardInterrupt", "never awaited", "release failed", "Current thread",
+             "Connection refused", "Repeating....")
+"""Tracebacks, stacks written by a node slow to stop, a failed release, pymodbus's start-up noise."""
 
 
 @pytest.fixture
@@ -95,6 +97,13 @@ def finish(process: subprocess.Popen, timeout: float = 60.0) -> str:
     return output
 
 
+def fail_with_output(process: subprocess.Popen, error: BaseException) -> None:
+    """Stop the bringup and fail with ``error`` and what the bringup printed."""
+    process.kill()
+    output, _ = process.communicate()
+    pytest.fail(f"{error}\nbringup output:\n{output}")
+
+
 def node_pid(log_dir: Path, name: str) -> int:
     """The process id of the node ``name`` of the bringup writing to ``log_dir`` (its command line)."""
     for entry in Path("/proc").iterdir():
@@ -117,9 +126,8 @@ def test_ctrl_c_stops_every_node_cleanly_on_the_exported_domain(graph_file, tmp_
                                                               "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"})
     try:
         wait_until_ready(log_dir, lambda: process.poll() is None)
-    except BaseException:
-        process.kill()
-        raise
+    except AssertionError as error:
+        fail_with_output(process, error)
     process.send_signal(signal.SIGINT)  # Ctrl-C: the terminal signals the bringup's group, not the nodes'
     output = finish(process)
     assert process.returncode == 0, output
@@ -160,9 +168,8 @@ def test_a_killed_node_ends_the_bringup_with_a_non_zero_exit_and_its_reason(grap
     try:
         wait_until_ready(log_dir, lambda: process.poll() is None)
         os.kill(node_pid(log_dir, "state_estimator"), signal.SIGKILL)
-    except BaseException:
-        process.kill()
-        raise
+    except AssertionError as error:
+        fail_with_output(process, error)
     output = finish(process)
     assert process.returncode == 1, output
     failures = [line for line in output.splitlines() if line.startswith("[bringup] failed:")]

@@ -83,6 +83,8 @@ Every refusal or limiting action is logged with its reason, at most once per
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 import time
 
@@ -117,6 +119,23 @@ from parapush.nodes.parameters import (
 from parapush.settings import SettingsError
 
 PARAMETERS = parameter_specs(ExecutionSettings)
+MODBUS_LOGGER = "pymodbus"
+
+
+@contextlib.contextmanager
+def quiet_modbus_connection_errors():
+    """pymodbus logs every refused connection attempt at ERROR (``Connection to (host, port) failed:
+    [Errno 111] Connection refused``, then ``Repeating....``). At start-up the executor retries
+    until the gripper answers (``gripper.connect_timeout``: a simulated driver started beside it is
+    still coming up) and reports the outcome itself, naming the endpoint; so pymodbus's own errors
+    are held back while it does, and only then."""
+    logger = logging.getLogger(MODBUS_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 __all__ = ["PARAMETERS", "ExecutorNode", "ExecutorStartupError", "main"]
 
@@ -204,7 +223,8 @@ class ExecutorNode(Node):
             raise ParameterError(f"parameter 'gripper.{error.path}': {error.problem}") from None
         endpoint = monitor.gripper.endpoint.describe()
         self.get_logger().info(f"gripper: connecting to {endpoint}, activating, closing on the tool")
-        status = monitor.start_up(settings)
+        with quiet_modbus_connection_errors():
+            status = monitor.start_up(settings)
         width = monitor.snapshot().grasp_width_m
         self.get_logger().info(f"gripper: tool held at {width * 1e3:.1f} mm; {status.describe()}")
         return monitor

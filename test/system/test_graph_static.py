@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -119,11 +121,37 @@ class LaunchContext:
 RUNNING, STOPPING = LaunchContext(False), LaunchContext(True)
 
 
+class Shutdown:
+    """Stands for launch.events.Shutdown."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class EmitEvent:
+    """Stands for launch.actions.EmitEvent."""
+
+    def __init__(self, event: object) -> None:
+        self.event = event
+
+
+@pytest.fixture
+def launch_stand_ins(monkeypatch):
+    """launch.actions.EmitEvent and launch.events.Shutdown (the launch libraries are not installed here)."""
+    package = types.ModuleType("launch")
+    actions, events = types.ModuleType("launch.actions"), types.ModuleType("launch.events")
+    actions.EmitEvent, events.Shutdown = EmitEvent, Shutdown
+    for name, module in (("launch", package), ("launch.actions", actions), ("launch.events", events)):
+        monkeypatch.setitem(sys.modules, name, module)
+
+
 @pytest.mark.parametrize("entry", GRAPH.nodes, ids=lambda entry: entry.name)
-def test_launch_exit_handlers_match_the_graph_policy(entry):
-    """The launch files' exit policy is the bringup's (Bringup.supervise, bringup.exit_status): a
-    shutdown node's exit, or a respawnable one's after its last restart, fails the launch (launch
-    prints the raised reason and exits 1); while stopping, exit 0 passes and any other code fails."""
+def test_launch_exit_handlers_match_the_graph_policy(entry, launch_stand_ins):
+    """The launch files' exit policy is the bringup's (Bringup.supervise, bringup.exit_status) for
+    a non-zero exit: a shutdown node's exit, or a respawnable one's after its last restart, fails the
+    launch (launch prints the raised reason and exits 1); while stopping, exit 0 passes and any other
+    code fails. A zero exit while the launch runs stops it cleanly (the terminal's Ctrl-C reaches
+    every node of ``ros2 launch`` at once; the bringup's nodes never see it)."""
     arguments = exit_policy_arguments(entry)
     on_exit = arguments["on_exit"]
     assert on_exit(ExitEvent(0), STOPPING) is None
@@ -131,7 +159,10 @@ def test_launch_exit_handlers_match_the_graph_policy(entry):
         on_exit(ExitEvent(-2), STOPPING)
     if entry.on_exit == "shutdown":
         assert set(arguments) == {"on_exit"}
-        for code in (0, 1, -9):
+        stop = on_exit(ExitEvent(0), RUNNING)
+        assert isinstance(stop, EmitEvent) and isinstance(stop.event, Shutdown), stop
+        assert stop.event.reason == f"{entry.name} exited with code 0 (stopped)"
+        for code in (1, -9):
             with pytest.raises(StackFailedError, match=rf"^{entry.name} exited with code {code} \(on_exit: shutdown"):
                 on_exit(ExitEvent(code), RUNNING)
         return

@@ -6,12 +6,14 @@ there the bringup, :mod:`parapush.programs.bringup`, runs the same graph with th
 policy). :func:`exit_policy_arguments`, :func:`shutdown_policy_arguments` and
 :func:`priority_arguments` (the graph's ``nice``) need neither, so the policy is testable anywhere.
 
-Exit policy: a node with ``on_exit: shutdown`` exiting while the stack runs, a respawnable one
-out of restarts, or any node exiting non-zero while the stack stops, raises :class:`StackFailedError`
+Exit policy: a node with ``on_exit: shutdown`` exiting non-zero while the stack runs, a respawnable
+one out of restarts, or any node exiting non-zero while the stack stops, raises :class:`StackFailedError`
 in launch's exit handler: ``ros2 launch`` prints ``Caught exception in launch (see debug for
 traceback): <reason>`` on one line, stops every node and exits 1 (as the bringup exits 1 with
-``[bringup] failed: <reason>``). The scene file, the parameter overlay and the device addresses
-are checked before any node starts (a missing scene: exit 1, nothing started).
+``[bringup] failed: <reason>``); a zero exit while the stack runs stops it with exit 0 (the
+terminal's Ctrl-C reaching the node before launch: :func:`exit_policy_arguments`). The scene
+file, the parameter overlay and the device addresses are checked before any node starts (a
+missing scene: exit 1, nothing started).
 
 The network is the bringup's (:func:`parapush.programs.bringup.prepare_network`, from
 ``config/network.yaml``): launch arguments ``domain`` (a number, auto: the exported
@@ -46,14 +48,29 @@ class StackFailedError(RuntimeError):
     message ``ros2 launch`` prints on one line before stopping the stack and exiting 1."""
 
 
-def _fail_unless_stopping(entry: NodeEntry, event: object, context: object, reason: str) -> None:
-    """Raise :class:`StackFailedError` for ``entry``'s exit, unless the launch is stopping and it exited 0."""
+def _fail_unless_stopping(entry: NodeEntry, event: object, context: object, reason: str) -> object:
+    """Raise :class:`StackFailedError` for ``entry``'s non-zero exit. A zero exit while the launch
+    stops is nothing; one while it runs stops the launch cleanly (returns launch's Shutdown):
+    the terminal's Ctrl-C reaches every node of ``ros2 launch`` at once (they share its process
+    group), and a node may exit 0 before launch has handled its own SIGINT. Measured under the
+    real launch: the state estimator's clean exit was reported as a failure and the launch exited
+    1 on Ctrl-C. (The bringup's nodes run in their own process group and never see the terminal's
+    Ctrl-C; there a node's exit while the stack runs always fails it.)"""
     code = getattr(event, "returncode", None)
-    if getattr(context, "is_shutdown", False):
-        if code == 0:
-            return
+    stopping = getattr(context, "is_shutdown", False)
+    if code == 0:
+        return None if stopping else _clean_shutdown(f"{entry.name} exited with code 0 (stopped)")
+    if stopping:
         raise StackFailedError(f"{entry.name} exited with code {code} while the stack stopped")
     raise StackFailedError(f"{entry.name} exited with code {code} ({reason})")
+
+
+def _clean_shutdown(reason: str) -> object:
+    """launch's ``EmitEvent(Shutdown(reason))``: every node stopped, ``ros2 launch`` exits 0."""
+    from launch.actions import EmitEvent
+    from launch.events import Shutdown
+
+    return EmitEvent(event=Shutdown(reason=reason))
 
 
 def exit_policy_arguments(entry: NodeEntry) -> dict[str, object]:
@@ -65,23 +82,23 @@ def exit_policy_arguments(entry: NodeEntry) -> dict[str, object]:
         ``respawn_max_retries`` and an ``on_exit`` handler that raises at the exit after the last
         allowed restart (as the bringup does). Either handler also raises for a non-zero exit
         while the launch is stopping (a node that did not stop cleanly), and does nothing for
-        a zero exit then.
+        a zero exit then; a zero exit while the launch runs returns launch's Shutdown (exit 0).
     """
     if not entry.respawns:
-        def on_shutdown_exit(event: object, context: object) -> None:
-            _fail_unless_stopping(entry, event, context, "on_exit: shutdown in graph.yaml")
+        def on_shutdown_exit(event: object, context: object) -> object:
+            return _fail_unless_stopping(entry, event, context, "on_exit: shutdown in graph.yaml")
 
         return {"on_exit": on_shutdown_exit}
     exits = 0
 
-    def on_respawn_exit(event: object, context: object) -> None:
+    def on_respawn_exit(event: object, context: object) -> object:
         nonlocal exits
         if getattr(context, "is_shutdown", False):
-            _fail_unless_stopping(entry, event, context, "")
-            return
+            return _fail_unless_stopping(entry, event, context, "")
         exits += 1
         if exits > entry.max_restarts:
-            _fail_unless_stopping(entry, event, context, f"after {entry.max_restarts} restarts, graph.yaml")
+            return _fail_unless_stopping(entry, event, context, f"after {entry.max_restarts} restarts, graph.yaml")
+        return None
 
     return {"respawn": True, "respawn_delay": entry.respawn_delay, "respawn_max_retries": entry.max_restarts,
             "on_exit": on_respawn_exit}

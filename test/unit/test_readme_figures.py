@@ -228,6 +228,16 @@ FIGURES = (
          *(".0f",) * 8, ".0f", ".0f", ".3f", ".3f", ".2f"),
     ),
     Figure(
+        "The full run (10 goals per drawn scene; {} min, load {}-{}; `bench/reference/stack_realtime.json`): "
+        "default {}/{}, p50/p95 {}/{} s, waiting {} %; obstacle {}/{} and {}/{}, clutter {}/{} and {}/{}",
+        "stack_realtime",
+        ("benchmark_minutes", "load_min", "load_max", "clutter_fig1_successes", "clutter_fig1_runs",
+         "clutter_fig1_replan_p50_s", "clutter_fig1_replan_p95_s", "clutter_fig1_waiting_share",
+         *(f"stack_{kind}_{count}" for kind in ("obstacle_1", "obstacle_2", "clutter_1", "clutter_2")
+           for count in ("successes", "runs"))),
+        (".1f", ".1f", ".1f", ".0f", ".0f", ".3f", ".3f", lambda value: f"{100 * value:.1f}", *(".0f",) * 8),
+    ),
+    Figure(
         "(`--cpu-hogs 2`, load {}-{}; `bench/reference/stack_realtime_overload.json`): {}/{} goals succeeded with no "
         "stale-state or lost-service failure, task {} s on average, re-plan p50/p95 {}/{} s, waiting {} %",
         "stack_realtime_overload",

@@ -328,7 +328,7 @@ class _PipelinedRun:
         proposals = None if first else loop.settings.proposals(loop.scene, state, loop.optimizer.settings)
         result = loop.optimizer.optimize(state, controls, loop.model, loop.cost.with_previous_control(previous),
                                          proposals=proposals)
-        self.budget_cuts += result.stop_reason == "time_budget"
+        self.budget_cuts += _cut(result)
         return result, time.perf_counter() - started
 
     def predict_one(self, state: np.ndarray, control: np.ndarray) -> np.ndarray:
@@ -401,7 +401,6 @@ class _PipelinedRun:
                 planning_started = time.perf_counter()
                 predicted = self.predict_one(state, control)
                 next_plan, _ = self.plan(predicted, shift_controls(plan.controls), control)
-                cut = _cut(next_plan)
                 used_fallback = fallback is not None and self.world.time() > control_end
                 if used_fallback:
                     # 4. late with a fallback running: plan from the predicted end of the fallback
@@ -409,7 +408,6 @@ class _PipelinedRun:
                     self.record_fallback(fallback, control_end)
                     predicted = self.predict_one(predicted, fallback)
                     next_plan, _ = self.plan(predicted, next_plan.controls, fallback)
-                    cut = _cut(next_plan)
                     control_end += duration
                 replan = time.perf_counter() - planning_started
                 self.world.wait_until(control_end)
@@ -433,12 +431,11 @@ class _PipelinedRun:
                     self.replans_from_observation += 1
                     previous = self.steps[-1].control
                     next_plan, extra = self.plan(state, next_plan.controls, previous)
-                    cut = _cut(next_plan)
                     replan += extra
                 self.replan_times.append(replan)
                 plan = next_plan
                 record = {"replan_time": replan, "fallback": False, "replanned_from_observation": replanned,
-                          "prediction_error": error, "cost": plan.cost, "budget_cut": cut}
+                          "prediction_error": error, "cost": plan.cost, "budget_cut": _cut(plan)}
         except Exception as error:  # noqa: BLE001 - every failure becomes an ERROR outcome
             return self.finish(MpcOutcome.ERROR, f"{type(error).__name__}: {error}")
 

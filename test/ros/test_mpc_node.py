@@ -41,8 +41,13 @@ SCENE_DATA = {
 
 @pytest.fixture
 def files(tmp_path):
+    return write_files(tmp_path)
+
+
+def write_files(tmp_path, scene_data=SCENE_DATA):
+    """The scene (``scene_data``) and a planner file of short controls in ``tmp_path``: (scene, planner) paths."""
     scene_path = tmp_path / "scene.yaml"
-    scene_path.write_text(yaml.safe_dump(SCENE_DATA))
+    scene_path.write_text(yaml.safe_dump(scene_data))
     planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
     planner["optimizer"].update(control_duration=0.25, max_iterations=4, samples=12)
     planner["mpc"].update(max_controls=30)

@@ -13,26 +13,16 @@ import time
 
 import pytest
 import rclpy
-import yaml
 from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
-from test_mpc_node import SCENE_DATA, goal, start, wait
-
-from parapush.graph import config_dir
+from test_mpc_node import SCENE_DATA, goal, start, wait, write_files
 
 GOAL_X = 0.2  # m: far enough for ~8 controls of 0.25 s, so a change lands during the goal
 
 
 @pytest.fixture
 def files(tmp_path):
-    scene_path = tmp_path / "scene.yaml"
-    scene_path.write_text(yaml.safe_dump({**SCENE_DATA, "goal": {"center": [GOAL_X, 0.0], "radius": 0.03}}))
-    planner = yaml.safe_load((config_dir() / "planner.yaml").read_text())
-    planner["optimizer"].update(control_duration=0.25, max_iterations=4, samples=12)
-    planner["mpc"].update(max_controls=30)
-    planner_path = tmp_path / "planner.yaml"
-    planner_path.write_text(yaml.safe_dump(planner))
-    return scene_path, planner_path
+    return write_files(tmp_path, {**SCENE_DATA, "goal": {"center": [GOAL_X, 0.0], "radius": 0.03}})
 
 
 @pytest.fixture

@@ -41,6 +41,12 @@ objects it was trained for), else the analytical one."""
 MAX_ITERATIONS = 64
 """Largest configurable Parareal K (a request's K is bounded by its number of controls N)."""
 
+ITERATIONS_UNSET = -1
+"""``iterations`` written where None cannot be: a ROS parameter (``model.iterations: -1``:
+stop by a tolerance or the deadline) and the ROS interfaces' request fields (``-1``: the
+configured ``model.iterations``, converted by
+:func:`parapush.prediction.request.iterations_from_interface`)."""
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -96,7 +102,7 @@ class ModelConfig:
                                           none="the shipped weights", ros_none="")
     iterations: int | None = setting(1, "Parareal iterations K (capped at a request's N)", kind=int, minimum=0,
                                      maximum=MAX_ITERATIONS, none="stop by a tolerance or the deadline",
-                                     ros_none=-1)
+                                     ros_none=ITERATIONS_UNSET)
     tolerance_position: float | None = setting(None, "stop when every position update is below it", kind=float,
                                                unit="m", above=0.0, maximum=1.0, none="off", ros_none=0.0)
     tolerance_angle: float | None = setting(None, "stop when every angle update is below it", kind=float,
@@ -162,4 +168,11 @@ def load_model_config(path: str | Path) -> ModelConfig:
         raise SettingsError(error.path, f"{error.problem} (in {path})") from None
 
 
-__all__ = ["COARSE_MODELS", "MAX_ITERATIONS", "ModelConfig", "load_model_config", "model_config_from_mapping"]
+__all__ = [
+    "COARSE_MODELS",
+    "ITERATIONS_UNSET",
+    "MAX_ITERATIONS",
+    "ModelConfig",
+    "load_model_config",
+    "model_config_from_mapping",
+]

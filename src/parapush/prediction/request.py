@@ -6,6 +6,11 @@ finiteness, names, the stopping rules, K's range 0 <= K <= N), raising :class:`R
 naming the field; this is the only place those are checked on the request path (the ROS
 message conversion only converts types, the engine and the solver trust the typed values).
 What depends on the engine's scene and limits is checked by :func:`check_request_fits`.
+
+The ROS interfaces (``PredictTrajectory.srv``, ``PushObject.action``) cannot send None: their
+``iterations`` field writes "unset" (the configured ``model.iterations``) as
+:data:`ITERATIONS_UNSET`; :func:`iterations_from_interface` and :func:`iterations_to_interface`
+are the one conversion between that wire value and ``int | None``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 
 from parapush.parareal import PararealOptions
 from parapush.parareal.solver import MODELS
-from parapush.prediction.config import COARSE_MODELS, ModelConfig
+from parapush.prediction.config import COARSE_MODELS, ITERATIONS_UNSET, ModelConfig
 from parapush.scene.state import StateLayout
 from parapush.settings import check_settings, setting
 from parapush.validation import check_choice, check_integer, check_optional_positive
@@ -24,6 +29,38 @@ from parapush.validation import check_choice, check_integer, check_optional_posi
 
 class RequestError(ValueError):
     """A prediction request is invalid; the message names the field."""
+
+
+def iterations_from_interface(value: int) -> int | None:
+    """A ROS interface's ``iterations`` field as Parareal K: :data:`ITERATIONS_UNSET` (-1) -> None
+    (the configured ``model.iterations``), K >= 0 -> K. The upper bound (K <= N, the request's
+    number of controls) is the request's to check.
+
+    Raises:
+        RequestError: (a ValueError) naming ``iterations`` for anything else (< -1, not an int).
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) \
+            and value == ITERATIONS_UNSET:
+        return None
+    try:
+        return check_integer("iterations", value, minimum=0)
+    except ValueError as error:
+        raise RequestError(f"{error} (or {ITERATIONS_UNSET}: the configured model.iterations)") from None
+
+
+def iterations_to_interface(value: int | None) -> int:
+    """Parareal K (None: the configured ``model.iterations``) as a ROS interface's ``iterations``
+    field, the inverse of :func:`iterations_from_interface`.
+
+    Raises:
+        RequestError: (a ValueError) naming ``iterations`` for a K that is not an int >= 0.
+    """
+    if value is None:
+        return ITERATIONS_UNSET
+    try:
+        return check_integer("iterations", value, minimum=0)
+    except ValueError as error:
+        raise RequestError(str(error)) from None
 
 
 @dataclass(frozen=True)

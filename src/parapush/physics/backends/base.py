@@ -1,10 +1,13 @@
-"""The interface every fine-model backend implements."""
+"""The interface every fine-model backend implements, and the lifecycle of those holding workers."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import threading
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+
+_Backend = TypeVar("_Backend", bound="WorkerBackend")
 
 
 @runtime_checkable
@@ -31,3 +34,38 @@ class FineBackend(Protocol):
     def __enter__(self) -> FineBackend: ...
 
     def __exit__(self, *exc_info: object) -> None: ...
+
+
+class WorkerBackend:
+    """Lifecycle shared by the backends that hold workers (threads, processes, Ray actors).
+
+    ``propagate`` and :meth:`close` are serialised by ``_lock``; :meth:`close` releases the
+    workers once, through the subclass's :meth:`_release`, and ``propagate`` refuses to run
+    after it (:meth:`_check_open`, called under ``_lock``).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _release(self) -> None:
+        """Free the workers; called once, by :meth:`close`, with ``_lock`` held."""
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__}: propagate called after close()")
+
+    def close(self) -> None:
+        """Release the workers; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._release()
+
+    def __enter__(self: _Backend) -> _Backend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

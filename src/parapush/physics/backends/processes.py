@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.connection
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import mujoco
 import mujoco.rollout
 import numpy as np
 
+from parapush.physics.backends.base import WorkerBackend
 from parapush.physics.backends.threads import check_workers
 from parapush.physics.fine import FineModel, check_dynamic
 from parapush.physics.fine_settings import FineSettings
@@ -124,7 +124,7 @@ class _Chunk:
     deaths: list[str] = field(default_factory=list)
 
 
-class ProcessBackend:
+class ProcessBackend(WorkerBackend):
     """Persistent pool of ``workers`` spawned processes; each builds the fine model once.
 
     Args:
@@ -155,9 +155,8 @@ class ProcessBackend:
         self.timeout = timeout
         self.replaced_workers = 0
         self._context = multiprocessing.get_context("spawn")
-        self._lock = threading.Lock()
         self._pool: list[_Worker] = []
-        self._closed = False
+        super().__init__()
         try:
             self._pool = [self._start_worker() for _ in range(self.workers)]
         except BaseException:
@@ -225,8 +224,7 @@ class ProcessBackend:
         physics = model.to_physics_state(states)
         valid_rows = np.flatnonzero(np.all(np.isfinite(physics), axis=1))
         with self._lock:
-            if self._closed:
-                raise RuntimeError("ProcessBackend: propagate called after close()")
+            self._check_open()
             self._ensure_alive()
             chunks = [_Chunk(rows) for rows in split_by_steps(valid_rows, steps, self.workers)]
             self._run(chunks, physics, controls, steps, dynamic)
@@ -333,19 +331,9 @@ class ProcessBackend:
             worker.connection.close()
         self._pool = []
 
-    def close(self) -> None:
-        """Stop the worker processes; idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._shutdown()
-
-    def __enter__(self) -> ProcessBackend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _release(self) -> None:
+        """Stop the worker processes (:meth:`close`)."""
+        self._shutdown()
 
     def __del__(self) -> None:
         if not getattr(self, "_closed", True):

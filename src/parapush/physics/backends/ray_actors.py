@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ import mujoco
 import mujoco.rollout
 import numpy as np
 
+from parapush.physics.backends.base import WorkerBackend
 from parapush.physics.backends.processes import WorkerError, simulate_chunk, split_by_steps
 from parapush.physics.fine import FineModel, check_dynamic
 from parapush.physics.fine_settings import FineSettings
@@ -107,7 +107,7 @@ class _Chunk:
     deaths: list[str] = field(default_factory=list)
 
 
-class RayBackend:
+class RayBackend(WorkerBackend):
     """``workers`` Ray actors, each with its own fine model, spread over the cluster's nodes.
 
     Args:
@@ -147,9 +147,8 @@ class RayBackend:
         self.timeout = timeout
         self.replaced_workers = 0
         self._step_seconds: float | None = None
-        self._lock = threading.Lock()
-        self._closed = False
         self._actors: list[Any] = []
+        super().__init__()
         self._connect(address, workers)
         self.workers = workers if workers is not None else max(1, int(self._ray.cluster_resources().get("CPU", 1)))
         self._wait_for_cpus()
@@ -249,8 +248,7 @@ class RayBackend:
         physics = model.to_physics_state(states)
         valid_rows = np.flatnonzero(np.all(np.isfinite(physics), axis=1))
         with self._lock:
-            if self._closed:
-                raise RuntimeError("RayBackend: propagate called after close()")
+            self._check_open()
             chunks = [_Chunk(rows) for rows in split_by_steps(valid_rows, steps, self._parts(steps[valid_rows]))]
             started = time.perf_counter()
             self._run(chunks, physics, controls, steps, dynamic, unique_models, model_index)
@@ -340,16 +338,6 @@ class RayBackend:
             self._ray.kill(actor, no_restart=True)
         self._actors = []
 
-    def close(self) -> None:
-        """Kill the actors (the cluster stays up); idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._kill_actors()
-
-    def __enter__(self) -> RayBackend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _release(self) -> None:
+        """Kill the actors (:meth:`close`; the cluster stays up)."""
+        self._kill_actors()

@@ -10,7 +10,6 @@ anything between processes. Segments with different durations are grouped by ste
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 
 import mujoco
@@ -18,6 +17,7 @@ import mujoco.batch
 import mujoco.rollout
 import numpy as np
 
+from parapush.physics.backends.base import WorkerBackend
 from parapush.physics.fine import FineModel, check_dynamic
 from parapush.physics.propagator import check_batch
 from parapush.validation import check_integer
@@ -42,7 +42,7 @@ def check_workers(value: int | None, name: str) -> int:
     return check_integer(name, value, minimum=1)
 
 
-class ThreadBackend:
+class ThreadBackend(WorkerBackend):
     """Simulates the batch on ``threads`` threads sharing the fine model's ``MjModel``.
 
     Args:
@@ -68,8 +68,7 @@ class ThreadBackend:
         self.layout = fine_model.layout
         self.workers = check_workers(threads, "threads")
         self.engine = engine
-        self._lock = threading.Lock()
-        self._closed = False
+        super().__init__()
         self._rollout: mujoco.rollout.Rollout | None = None
         self._datas: list[mujoco.MjData] = []
         self._fidelity_datas: list[mujoco.MjData] = []
@@ -114,8 +113,7 @@ class ThreadBackend:
         physics = model.to_physics_state(states)
         valid = np.all(np.isfinite(physics), axis=1)
         with self._lock:
-            if self._closed:
-                raise RuntimeError("ThreadBackend: propagate called after close()")
+            self._check_open()
             for step_count in np.unique(steps[valid]):
                 rows = np.flatnonzero(valid & (steps == step_count))
                 if self.engine == "rollout":
@@ -193,22 +191,12 @@ class ThreadBackend:
         result[failed] = np.nan
         return result
 
-    def close(self) -> None:
-        """Stop the thread pool; idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            if self._rollout is not None:
-                self._rollout.close()
-                self._rollout = None
-            self._batch = None
-            self._datas = []
-            self._fidelity_datas = []
-            self._trajectory = np.empty(0)
-
-    def __enter__(self) -> ThreadBackend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _release(self) -> None:
+        """Stop the thread pool (:meth:`close`)."""
+        if self._rollout is not None:
+            self._rollout.close()
+            self._rollout = None
+        self._batch = None
+        self._datas = []
+        self._fidelity_datas = []
+        self._trajectory = np.empty(0)

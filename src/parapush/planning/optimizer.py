@@ -206,6 +206,125 @@ def _search_end(started: float, time_budget: float | None, deadline: float | Non
     return end if deadline is None else min(end, float(deadline))
 
 
+def _check_start(
+    initial_state: np.ndarray, initial_controls: np.ndarray, settings: OptimizerSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """``initial_state`` as a finite (D,) array and ``initial_controls`` as a finite (N, 2)
+    array (m/s) clipped to the speed limit; ValueError naming the malformed one."""
+    initial_state = np.asarray(initial_state, dtype=float)
+    if initial_state.ndim != 1 or not np.all(np.isfinite(initial_state)):
+        raise ValueError(f"initial_state: expected a finite vector (D,), got shape {initial_state.shape}")
+    controls = np.asarray(initial_controls, dtype=float)
+    if controls.shape != (settings.horizon, 2):
+        raise ValueError(f"initial_controls: expected shape ({settings.horizon}, 2), got {controls.shape}")
+    if not np.all(np.isfinite(controls)):
+        raise ValueError("initial_controls: contains non-finite values")
+    return initial_state, clip_to_speed(controls, settings.max_speed)
+
+
+def _costs(
+    cost: TrajectoryCost, trajectories: np.ndarray, candidates: np.ndarray, finite: np.ndarray
+) -> np.ndarray:
+    """Costs (K,) of ``candidates`` (K, N, 2) from their ``trajectories`` (K, N+1, D): +inf
+    where the trajectory is not ``finite`` ((K,) bool; never evaluated) or the cost is NaN."""
+    costs = np.full(candidates.shape[0], math.inf)
+    if np.any(finite):
+        evaluated = np.asarray(cost.evaluate(trajectories[finite], candidates[finite]), dtype=float)
+        if evaluated.shape != (int(finite.sum()),):
+            raise ValueError(f"cost: returned shape {evaluated.shape}, expected ({int(finite.sum())},)")
+        costs[finite] = np.where(np.isnan(evaluated), math.inf, evaluated)
+    return costs
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """The sequences one iteration rolled out (one ``model.predict`` call).
+
+    Attributes:
+        candidates: (K, N, 2) m/s; row 0 the current sequence, rows 1..P the proposals,
+            then the S perturbed samples of the current sequence.
+        proposals: P, the proposals among the candidates (only in the first iteration).
+        trajectories: (K, N+1, D) their predicted states.
+        costs: (K,) their costs J, +inf for a non-finite prediction or an undefined cost.
+        unstable: candidates whose prediction was non-finite.
+    """
+
+    candidates: np.ndarray
+    proposals: int
+    trajectories: np.ndarray
+    costs: np.ndarray
+    unstable: int
+
+    def is_proposal(self, row: int) -> bool:
+        """Whether candidate ``row`` is a proposal (not a perturbation of the current sequence)."""
+        return 1 <= row <= self.proposals
+
+    def perturbation_rows(self) -> np.ndarray:
+        """(K,) bool, the current sequence and its samples (every row but the proposals)."""
+        rows = np.ones(self.candidates.shape[0], dtype=bool)
+        rows[1 : 1 + self.proposals] = False
+        return rows
+
+
+@dataclass
+class _Search:
+    """What one optimization has found so far (updated after each iteration).
+
+    Attributes:
+        current: (N, 2) m/s, the sequence the next iteration perturbs.
+        best_controls: (N, 2) m/s, the lowest-cost sequence rolled out so far (u*).
+        best_cost: its cost C* (+inf before any finite one).
+        best_trajectory: (N+1, D) its predicted states (None before any finite one).
+        cost_history: best cost after each iteration.
+        unstable_samples: rolled-out sequences whose prediction was non-finite.
+        longest_iteration: s, the wall time of the longest iteration so far.
+        stop_reason: ``"iterations"`` or ``"time_budget"``.
+    """
+
+    current: np.ndarray
+    best_controls: np.ndarray
+    best_cost: float = math.inf
+    best_trajectory: np.ndarray | None = None
+    cost_history: list[float] = field(default_factory=list)
+    unstable_samples: int = 0
+    longest_iteration: float = 0.0
+    stop_reason: str = "iterations"
+
+    def record(self, batch: _Batch) -> int | None:
+        """Count ``batch``'s unstable rows, keep its lowest-cost row when it beats the best so
+        far and append the best cost to the history; the row kept, or None (uphill)."""
+        self.unstable_samples += batch.unstable
+        lowest = int(np.argmin(batch.costs))
+        improved = batch.costs[lowest] < self.best_cost
+        if improved:
+            self.best_cost = float(batch.costs[lowest])
+            self.best_controls = batch.candidates[lowest].copy()
+            self.best_trajectory = batch.trajectories[lowest].copy()
+        self.cost_history.append(self.best_cost)
+        return lowest if improved else None
+
+    def result(self, cost: TrajectoryCost, started: float) -> OptimizationResult:
+        """The best sequence found, for a search that started at ``started``
+        (``time.perf_counter()``, s); AllPredictionsFailedError when none was finite."""
+        if self.best_trajectory is None:
+            raise AllPredictionsFailedError(
+                f"every predicted trajectory ({self.unstable_samples} of them, {len(self.cost_history)} "
+                "iteration(s)) was non-finite or had an undefined cost; no control sequence can be trusted"
+            )
+        terms = cost_terms(cost, self.best_trajectory, self.best_controls)
+        return OptimizationResult(
+            controls=self.best_controls,
+            cost=self.best_cost,
+            trajectory=self.best_trajectory,
+            iterations=len(self.cost_history),
+            cost_history=np.array(self.cost_history),
+            time=time.perf_counter() - started,
+            unstable_samples=self.unstable_samples,
+            stop_reason=self.stop_reason,
+            cost_terms=terms,
+        )
+
+
 class StochasticTrajectoryOptimizer:
     """Derivative-free trajectory optimizer (see the module docstring for the update).
 
@@ -253,88 +372,58 @@ class StochasticTrajectoryOptimizer:
             AllPredictionsFailedError when every predicted trajectory was non-finite.
         """
         started = time.perf_counter()
-        settings = self.settings
-        initial_state = np.asarray(initial_state, dtype=float)
-        if initial_state.ndim != 1 or not np.all(np.isfinite(initial_state)):
-            raise ValueError(f"initial_state: expected a finite vector (D,), got shape {initial_state.shape}")
-        current = np.asarray(initial_controls, dtype=float)
-        if current.shape != (settings.horizon, 2):
-            raise ValueError(f"initial_controls: expected shape ({settings.horizon}, 2), got {current.shape}")
-        if not np.all(np.isfinite(current)):
-            raise ValueError("initial_controls: contains non-finite values")
-        current = clip_to_speed(current, settings.max_speed)
-        alternatives = _check_proposals(proposals, settings)
-        durations = settings.durations
-        dimension = initial_state.shape[0]
-        noise_scale = math.sqrt(settings.exploration_variance)
-
-        best_controls = current.copy()
-        best_cost = math.inf
-        best_trajectory: np.ndarray | None = None
-        history: list[float] = []
-        unstable = 0
-        longest_iteration = 0.0
-        stop_reason = "iterations"
-        end = _search_end(started, settings.time_budget, deadline)
-        for iteration in range(settings.max_iterations):
+        initial_state, start = _check_start(initial_state, initial_controls, self.settings)
+        alternatives = _check_proposals(proposals, self.settings)
+        end = _search_end(started, self.settings.time_budget, deadline)
+        search = _Search(current=start, best_controls=start.copy())
+        for iteration in range(self.settings.max_iterations):
             iteration_started = time.perf_counter()
-            if iteration > 0 and iteration_started + longest_iteration > end:
-                stop_reason = "time_budget"
+            if iteration > 0 and iteration_started + search.longest_iteration > end:
+                search.stop_reason = "time_budget"
                 break
-            noise = self.rng.normal(0.0, noise_scale, size=(settings.samples, settings.horizon, 2))
-            extra = alternatives if iteration == 0 else alternatives[:0]
-            candidates = np.concatenate([current[None], extra, clip_to_speed(current + noise, settings.max_speed)])
-            perturbations = candidates - current
-            trajectories = check_trajectories(
-                model.predict(initial_state, candidates, durations),
-                candidates.shape[0],
-                settings.horizon,
-                dimension,
-                "model",
-            )
-            costs = np.full(candidates.shape[0], math.inf)
-            finite = is_finite_trajectory(trajectories)
-            unstable += int(np.count_nonzero(~finite))
-            if np.any(finite):
-                evaluated = np.asarray(cost.evaluate(trajectories[finite], candidates[finite]), dtype=float)
-                if evaluated.shape != (int(finite.sum()),):
-                    raise ValueError(
-                        f"cost: returned shape {evaluated.shape}, expected ({int(finite.sum())},)"
-                    )
-                costs[finite] = np.where(np.isnan(evaluated), math.inf, evaluated)
-            lowest = int(np.argmin(costs))
-            improved = costs[lowest] < best_cost
-            if improved:
-                best_cost = float(costs[lowest])
-                best_controls = candidates[lowest].copy()
-                best_trajectory = trajectories[lowest].copy()
-            history.append(best_cost)
-            longest_iteration = max(longest_iteration, time.perf_counter() - iteration_started)
-            if improved and 1 <= lowest <= len(extra):  # a proposal beat the start and every sample
-                current = best_controls.copy()
-            elif improved:
-                sampled = np.ones(candidates.shape[0], dtype=bool)
-                sampled[1 : 1 + len(extra)] = False  # a proposal is not a perturbation of the start
-                weights = sample_weights(costs[sampled], settings.sensitivity)
-                step = np.einsum("k,knc->nc", weights, perturbations[sampled])
-                current = clip_to_speed(current + settings.step_size * step, settings.max_speed)
-            else:
-                current = best_controls.copy()
+            first_proposals = alternatives if iteration == 0 else alternatives[:0]
+            batch = self._roll_out(initial_state, search.current, first_proposals, model, cost)
+            kept = search.record(batch)
+            search.longest_iteration = max(search.longest_iteration, time.perf_counter() - iteration_started)
+            search.current = self._next_start(search, batch, kept)
+        return search.result(cost, started)
 
-        if best_trajectory is None:
-            raise AllPredictionsFailedError(
-                f"every predicted trajectory ({unstable} of them, {len(history)} iteration(s)) was "
-                "non-finite or had an undefined cost; no control sequence can be trusted"
-            )
-        terms = cost_terms(cost, best_trajectory, best_controls)
-        return OptimizationResult(
-            controls=best_controls,
-            cost=best_cost,
-            trajectory=best_trajectory,
-            iterations=len(history),
-            cost_history=np.array(history),
-            time=time.perf_counter() - started,
-            unstable_samples=unstable,
-            stop_reason=stop_reason,
-            cost_terms=terms,
+    def _roll_out(
+        self,
+        initial_state: np.ndarray,
+        current: np.ndarray,
+        proposals: np.ndarray,
+        model: PredictiveModel,
+        cost: TrajectoryCost,
+    ) -> _Batch:
+        """Steps 1-2: sample S perturbations of ``current`` (N, 2), predict them with it and
+        ``proposals`` (P, N, 2) in one ``model.predict`` call, and cost them."""
+        settings = self.settings
+        noise_scale = math.sqrt(settings.exploration_variance)
+        noise = self.rng.normal(0.0, noise_scale, size=(settings.samples, settings.horizon, 2))
+        candidates = np.concatenate([current[None], proposals, clip_to_speed(current + noise, settings.max_speed)])
+        trajectories = check_trajectories(
+            model.predict(initial_state, candidates, settings.durations),
+            candidates.shape[0],
+            settings.horizon,
+            initial_state.shape[0],
+            "model",
         )
+        finite = is_finite_trajectory(trajectories)
+        return _Batch(
+            candidates=candidates,
+            proposals=proposals.shape[0],
+            trajectories=trajectories,
+            costs=_costs(cost, trajectories, candidates, finite),
+            unstable=int(np.count_nonzero(~finite)),
+        )
+
+    def _next_start(self, search: _Search, batch: _Batch, kept: int | None) -> np.ndarray:
+        """Steps 3-5: the sequence the next iteration perturbs, after ``batch`` whose row
+        ``kept`` became the best (None: none did, the search restarts from the best)."""
+        if kept is None or batch.is_proposal(kept):  # uphill, or a proposal beat the start and every sample
+            return search.best_controls.copy()
+        rows = batch.perturbation_rows()
+        weights = sample_weights(batch.costs[rows], self.settings.sensitivity)
+        step = np.einsum("k,knc->nc", weights, batch.candidates[rows] - search.current)
+        return clip_to_speed(search.current + self.settings.step_size * step, self.settings.max_speed)

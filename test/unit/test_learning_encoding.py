@@ -9,20 +9,11 @@ from hypothesis import strategies as st
 
 from parapush.learning.dataset import default_geometry
 from parapush.learning.encoding import PARK_DISTANCE, EncodingSpec, PusherFrameEncoder
-from parapush.learning.gating import GATE_PENETRATION, involved_sliders, path_contacts, segment_point_distances
+from parapush.learning.gating import GATE_PENETRATION, involved_sliders, path_contacts
 
 GEOMETRY = default_geometry(4)
 TOUCH = GEOMETRY.contact_distance  # 0.0657 m
 ENCODER = PusherFrameEncoder(EncodingSpec(4), GEOMETRY)
-
-
-def test_segment_distance_hand_values():
-    starts = np.array([[0.0, 0.0]])
-    ends = np.array([[1.0, 0.0]])
-    points = np.array([[[0.5, 0.3], [-0.4, -0.3], [1.3, 0.4], [0.2, 0.0]]])
-    np.testing.assert_allclose(segment_point_distances(starts, ends, points), [[0.3, 0.5, 0.5, 0.0]])
-    # a zero-length path is a point
-    np.testing.assert_allclose(segment_point_distances(starts, starts, points[:, :1]), [[np.hypot(0.5, 0.3)]])
 
 
 def test_gate_needs_more_than_the_threshold_overlap():

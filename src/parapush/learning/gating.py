@@ -18,31 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from parapush.physics.planar_geometry import segment_point_distance
+
 GATE_PENETRATION = 5.0e-4
 """The path must overlap a slider by more than this to count as a contact, m (authors)."""
 
 REACH_MARGIN = 0.01
 """Added to the pusher's travel when deciding whether a pushed slider can reach another, m."""
-
-
-def segment_point_distances(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Distance from each segment to each of its points.
-
-    Args:
-        starts: (M, 2) segment starts, m.
-        ends: (M, 2) segment ends, m (may equal the starts).
-        points: (M, S, 2) points, m.
-    Returns:
-        (M, S) Euclidean distances, m.
-    """
-    direction = (ends - starts)[:, None, :]
-    relative = points - starts[:, None, :]
-    length_squared = np.sum(direction**2, axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fraction = np.where(length_squared > 0.0, np.sum(relative * direction, axis=-1) / length_squared, 0.0)
-    fraction = np.clip(fraction, 0.0, 1.0)
-    closest = fraction[..., None] * direction
-    return np.linalg.norm(relative - closest, axis=-1)
 
 
 def path_contacts(
@@ -63,7 +45,8 @@ def path_contacts(
     Returns:
         (M, S) bool.
     """
-    distances = segment_point_distances(pusher_positions, pusher_positions + displacements, slider_positions)
+    ends = pusher_positions + displacements
+    distances = segment_point_distance(pusher_positions[:, None], ends[:, None], slider_positions)
     return slider_active & (distances < contact_distance - GATE_PENETRATION)
 
 

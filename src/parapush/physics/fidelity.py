@@ -44,8 +44,8 @@ from functools import partial
 
 import numpy as np
 
-from parapush.learning.gating import segment_point_distances
 from parapush.physics.fine import FineModel
+from parapush.physics.planar_geometry import segment_point_distance
 from parapush.physics.propagator import check_batch
 from parapush.scene import Scene
 from parapush.validation import check_fields, check_integer
@@ -125,7 +125,8 @@ def fidelity_levels(
     travel = np.asarray(controls, dtype=float) * durations[:, None]
     length = np.linalg.norm(travel, axis=-1)
     heading = np.divide(travel, length[:, None], out=np.zeros_like(travel), where=length[:, None] > 0.0)
-    path_gap = segment_point_distances(pusher, pusher + travel, centres) - scene.pusher.radius - radii[None, :]
+    path_distance = segment_point_distance(pusher[:, None], (pusher + travel)[:, None], centres)  # (M, n)
+    path_gap = path_distance - scene.pusher.radius - radii[None, :]
     start_gap = np.maximum(np.linalg.norm(centres - pusher[:, None, :], axis=-1) - scene.pusher.radius - radii, 0.0)
     # budget: how far (m) an object may move in the segment, an upper bound; -inf: it cannot move
     pushed_budget = np.where(path_gap < margin, length[:, None] - start_gap + margin, -np.inf)
@@ -309,7 +310,7 @@ class ManagedFineBackend:
             rows = np.any(low, axis=1) & (levels[:, index] == HIGH)
             if not np.any(rows):
                 continue
-            distance = segment_point_distances(start[rows, index], end[rows, index], start[rows])
+            distance = segment_point_distance(start[rows, index, None], end[rows, index, None], start[rows])
             entered[rows] |= np.any(low[rows] & (distance < self._radii[index] + self._radii + margin), axis=1)
         pusher_end = finite[:, layout.pusher_position][:, None, :]
         pusher_distance = np.linalg.norm(start - pusher_end, axis=-1)

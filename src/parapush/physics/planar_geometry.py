@@ -224,18 +224,29 @@ def _segment_box_entry(starts: np.ndarray, moves: np.ndarray, half_extents: np.n
 
 
 # -- clearances to obstacles ------------------------------------------------------------
-def segment_point_distance(starts: np.ndarray, ends: np.ndarray, point: np.ndarray) -> np.ndarray:
-    """Distance from ``point`` (2,) to the segments ``starts`` -> ``ends`` (..., 2), m -> (...,)."""
+def segment_point_distance(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Distance from points to the segments ``starts`` -> ``ends``, m.
+
+    Args:
+        starts, ends: (..., 2) segment end points, m (a segment may have zero length: a point).
+        points: (..., 2) points, m.
+        All three broadcast together: one point against many segments ((2,) with (M, 2)), many
+        points against one segment each ((M, S, 2) with (M, 1, 2)), or pairs ((M, 2) each).
+    Returns:
+        (...,) the broadcast batch shape: the Euclidean distance of each point to its segment.
+    """
     starts = np.asarray(starts, dtype=float)
-    ends = np.asarray(ends, dtype=float)
-    point = np.asarray(point, dtype=float)
-    direction = ends - starts
-    length_squared = np.einsum("...i,...i->...", direction, direction)
+    direction = np.asarray(ends, dtype=float) - starts
+    relative = np.asarray(points, dtype=float) - starts
+    # by components: twice as fast as reductions over an axis of length 2
+    direction_x, direction_y = direction[..., 0], direction[..., 1]
+    relative_x, relative_y = relative[..., 0], relative[..., 1]
+    length_squared = direction_x * direction_x + direction_y * direction_y
     safe = np.where(length_squared > 0.0, length_squared, 1.0)
-    fraction = np.einsum("...i,...i->...", point - starts, direction) / safe
-    fraction = np.where(length_squared > 0.0, np.clip(fraction, 0.0, 1.0), 0.0)
-    closest = starts + fraction[..., None] * direction
-    return np.linalg.norm(closest - point, axis=-1)
+    along = (relative_x * direction_x + relative_y * direction_y) / safe
+    fraction = np.clip(np.where(length_squared > 0.0, along, 0.0), 0.0, 1.0)
+    gap_x, gap_y = relative_x - fraction * direction_x, relative_y - fraction * direction_y
+    return np.sqrt(gap_x * gap_x + gap_y * gap_y)
 
 
 def segment_box_distance(

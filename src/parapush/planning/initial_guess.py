@@ -42,10 +42,8 @@ def _extent_along(spec: ObjectSpec, yaw: float, direction: np.ndarray) -> float:
 
 def _clears(points: list[np.ndarray], centre: np.ndarray, radius: float) -> bool:
     """Whether the polyline through ``points`` stays at least ``radius`` from ``centre``."""
-    for start, end in zip(points[:-1], points[1:], strict=True):
-        if float(segment_point_distance(start, end, centre)) < radius - 1e-12:
-            return False
-    return True
+    waypoints = np.asarray(points, dtype=float)
+    return not np.any(segment_point_distance(waypoints[:-1], waypoints[1:], centre) < radius - 1e-12)
 
 
 def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: float = 0.01) -> np.ndarray:

@@ -148,11 +148,15 @@ def parse_domain(text: str | int | None, name: str = "domain") -> int | str | No
         return None
     if text in DOMAIN_KEYWORDS:
         return text
+    return _domain_from_text(text, name, f"a ROS domain id in [0, {MAX_DOMAIN}], 'auto' or 'isolated'")
+
+
+def _domain_from_text(text: str, name: str, expected: str) -> int:
+    """``text`` as a domain id 0-232; a NetworkError naming ``name`` and what was ``expected``."""
     try:
         domain = int(text)
     except ValueError:
-        raise NetworkError(f"{name}: expected a ROS domain id in [0, {MAX_DOMAIN}], 'auto' or 'isolated', "
-                           f"got {text!r}") from None
+        raise NetworkError(f"{name}: expected {expected}, got {text!r}") from None
     _check_domain(domain, name)
     return domain
 
@@ -168,12 +172,7 @@ def exported_network(environ: Mapping[str, str] | None = None) -> tuple[int | No
     text = environ.get(DOMAIN_VARIABLE, "").strip()
     domain = None
     if text:
-        try:
-            domain = int(text)
-        except ValueError:
-            raise NetworkError(f"{DOMAIN_VARIABLE}: expected a ROS domain id in [0, {MAX_DOMAIN}], "
-                               f"got {text!r}") from None
-        _check_domain(domain, DOMAIN_VARIABLE)
+        domain = _domain_from_text(text, DOMAIN_VARIABLE, f"a ROS domain id in [0, {MAX_DOMAIN}]")
     discovery_range = environ.get(RANGE_VARIABLE, "").strip() or None
     if discovery_range is not None and discovery_range not in DISCOVERY_RANGES:
         raise NetworkError(f"{RANGE_VARIABLE}: expected one of {DISCOVERY_RANGES}, got {discovery_range!r}")

@@ -44,6 +44,7 @@ from parapush.nodes.prediction_messages import fill_prediction_response, predict
 from parapush.nodes.prediction_service import SERVICE_QOS
 from parapush.parareal import MODELS
 from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest, load_model_config
+from parapush.prediction.request import iterations_to_interface
 from parapush.scene import load_scene
 
 MODEL_CONFIG = config_dir() / "model.yaml"
@@ -66,7 +67,7 @@ def ros_request(scene, initial, controls, model, iterations):
     request.initial_state = state_to_msg(initial, scene)
     request.sequences = [controls_to_msg(sequence, 1.0) for sequence in controls]
     request.model = model
-    request.iterations = iterations
+    request.iterations = iterations_to_interface(iterations)
     return request
 
 
@@ -146,13 +147,13 @@ def main() -> int:
             raise RuntimeError("the prediction service did not come up")
         config: ModelConfig = dataclasses.replace(load_model_config(MODEL_CONFIG), workers=2, schedule="parareal")
         with PredictionEngine(scene, config) as engine:  # what the service builds from the same parameters
-            iterations = 1 if options.model == "parareal" else -1
+            iterations = 1 if options.model == "parareal" else None  # None: the configured model.iterations
             sizes = {}
             for sequences in (1, 20):
                 initial, controls, durations = request_parts(scene, sequences)
                 message = ros_request(scene, initial, controls, options.model, iterations)
                 direct_request = PredictionRequest(initial, controls, durations, model=options.model,
-                                                   iterations=None if iterations < 0 else iterations)
+                                                   iterations=iterations)
                 for _ in range(3):  # warm up both paths
                     engine.predict(direct_request)
                     call(client, message)

@@ -41,6 +41,7 @@ import reference as bench_reference
 from parapush.graph import config_dir, resolve_scene_path
 from parapush.nodes.conversions import controls_to_msg, state_to_msg
 from parapush.nodes.prediction_service import SERVICE_QOS
+from parapush.prediction.request import iterations_to_interface
 from parapush.scene import load_scene
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -64,7 +65,7 @@ def request_message(scene, sequences: int, controls: int, duration: float, model
         for index in range(sequences)
     ]
     request.model = model
-    request.iterations = -1  # the configured K
+    request.iterations = iterations_to_interface(None)  # the configured model.iterations
     return request
 
 

@@ -324,23 +324,29 @@ def test_parameter_requests_do_not_break_the_service(ros_context, spinning):
 
 
 def test_a_bad_k_is_refused_with_the_request_level_message_only(service, monkeypatch):
-    """K's range is checked in one place: PredictionRequest. The service answers with exactly its
-    message, and the message conversion passes any K but the "not set" -1 through unchecked."""
+    """K's range is checked in one place: PredictionRequest (0 <= K <= N). The interface value
+    is converted by iterations_from_interface alone (-1: unset; a value below -1 is no K and
+    no sentinel either). The service answers with exactly the message of whichever refused it."""
     import parapush.nodes.prediction_messages as prediction_messages
     from parapush.prediction import RequestError
+    from parapush.prediction.request import iterations_from_interface
 
     _, client = service
-    for iterations in (-5, 5):
-        with pytest.raises(RequestError) as library:
-            PredictionRequest(INITIAL, PUSH[None], np.ones((1, 4)), iterations=iterations)
-        response = call(client, valid_request(iterations=iterations))
-        assert not response.success
-        assert response.message == f"invalid request: {library.value}"
+    with pytest.raises(RequestError) as library:
+        PredictionRequest(INITIAL, PUSH[None], np.ones((1, 4)), iterations=5)
+    response = call(client, valid_request(iterations=5))
+    assert not response.success
+    assert response.message == f"invalid request: {library.value}"
+    with pytest.raises(RequestError, match="^iterations: ") as conversion:
+        iterations_from_interface(-5)
+    response = call(client, valid_request(iterations=-5))
+    assert not response.success
+    assert response.message == f"invalid request: {conversion.value}"
     received = []
     monkeypatch.setattr(prediction_messages, "PredictionRequest", lambda **fields: received.append(fields))
-    for iterations in (-7, 99, -1):
+    for iterations in (99, -1):
         prediction_messages.prediction_request_from_msg(valid_request(iterations=iterations), SCENE)
-    assert [fields["iterations"] for fields in received] == [-7, 99, None]
+    assert [fields["iterations"] for fields in received] == [99, None]
 
 
 def test_request_stopping_rules_combine_with_the_configured_ones(ros_context, spinning):

@@ -19,6 +19,7 @@ from rclpy.qos import QoSProfile
 
 from parapush.nodes.conversions import controls_to_msg, state_to_msg, trajectory_from_msg
 from parapush.planning.predictive_model import check_prediction_arguments
+from parapush.prediction.request import iterations_to_interface
 from parapush.scene import Scene
 
 
@@ -91,7 +92,7 @@ class ServicePrediction:
         request.sequences = [controls_to_msg(sequence, durations) for sequence in controls]
         request.model = self.model or ""
         request.coarse_model = self.coarse_model or ""
-        request.iterations = -1 if self.iterations is None else int(self.iterations)
+        request.iterations = iterations_to_interface(self.iterations)
         request.tolerance_position = self.tolerance_position or 0.0
         request.tolerance_angle = self.tolerance_angle or 0.0
         request.deadline = self.deadline or 0.0

@@ -15,6 +15,7 @@ from parapush.nodes.conversions import (
     trajectory_to_msg,
 )
 from parapush.prediction import PredictionOutcome, PredictionRequest
+from parapush.prediction.request import iterations_from_interface
 from parapush.scene import Scene
 
 
@@ -25,13 +26,14 @@ def _unset_if(value, unset):
 
 def prediction_request_from_msg(request: PredictTrajectory.Request, scene: Scene) -> PredictionRequest:
     """The engine's request for a service request: types converted, "not set" values
-    (``""``, ``-1``, ``0``) to None; the values are checked by :class:`PredictionRequest` and
-    the engine's limits by the engine.
+    (``""``, ``0``; ``iterations``' ``-1`` by :func:`iterations_from_interface`) to None; the
+    values are checked by :class:`PredictionRequest` and the engine's limits by the engine.
 
     Raises:
         MessageError: naming the first malformed field of ``request`` (one that has no
             array form: unknown objects, sequences of unequal length, ...).
-        RequestError: from :class:`PredictionRequest`, naming the invalid field.
+        RequestError: from :class:`PredictionRequest` or :func:`iterations_from_interface`,
+            naming the invalid field.
     """
     snapshot = msg_to_snapshot(request.initial_state, scene)
     controls, durations = sequences_from_msgs(request.sequences)
@@ -41,7 +43,7 @@ def prediction_request_from_msg(request: PredictTrajectory.Request, scene: Scene
         durations=durations,
         model=_unset_if(request.model, ""),
         coarse_model=_unset_if(request.coarse_model, ""),
-        iterations=_unset_if(request.iterations, -1),
+        iterations=iterations_from_interface(request.iterations),
         tolerance_position=_unset_if(request.tolerance_position, 0.0),
         tolerance_angle=_unset_if(request.tolerance_angle, 0.0),
         deadline=_unset_if(request.deadline, 0.0),

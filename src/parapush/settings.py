@@ -90,9 +90,9 @@ class SettingInfo:
                 raise ValueError(f"{name}: must be given (null is not allowed)")
             return None
         if self.kind is bool:
-            if not isinstance(value, bool):
+            if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"{name}: expected true or false, got {value!r}")
-            return value
+            return bool(value)
         if self.kind is int:
             return check_integer(name, value, minimum=self.minimum, maximum=self.maximum)
         if self.kind is float:
@@ -168,6 +168,20 @@ def setting(
     )
     info.check("default", default)
     return dataclasses.field(default=default, metadata={"setting": info})
+
+
+def same_setting(cls: type, name: str) -> Any:
+    """A dataclass field declared as the :func:`setting` ``name`` of the settings class ``cls``
+    (the same default, range, unit and description): a settings class that hands a setting on
+    to another one's (e.g. a node's settings to a library class's) declares it there only.
+
+    Raises:
+        TypeError: ``cls`` has no setting ``name``.
+    """
+    for item in dataclasses.fields(cls):
+        if item.name == name and "setting" in item.metadata:
+            return dataclasses.field(default=item.default, metadata=item.metadata)
+    raise TypeError(f"same_setting: {cls.__name__} has no setting {name!r}")
 
 
 def check_settings(instance: Any) -> None:
@@ -296,6 +310,7 @@ __all__ = [
     "SettingInfo",
     "SettingsError",
     "check_settings",
+    "same_setting",
     "setting",
     "setting_fields",
     "settings_from_mapping",

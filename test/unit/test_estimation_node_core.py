@@ -14,11 +14,12 @@ import yaml
 from parapush.estimation.body_map import BodyMap, BodyMapEntry
 from parapush.estimation.body_tracking import BodyTracking, StreamStatus
 from parapush.estimation.clock_map import ClockMap
-from parapush.estimation.estimator_settings import EstimatorSettings, FilterSettings
+from parapush.estimation.estimator_settings import EstimatorSettings
 from parapush.estimation.frame_gate import FrameGate
 from parapush.estimation.natnet_client import NatNetClientStats
 from parapush.estimation.published_snapshots import call_now, publishable_snapshot, unknown_snapshot
 from parapush.estimation.table_frame import TableTransform
+from parapush.estimation.velocity_filter import PoseFilterSettings
 from parapush.natnet import MocapFrame, NatNetVersion
 from parapush.reporting.diagnostic_report import DiagnosticLevel
 from parapush.scene import load_scene
@@ -61,9 +62,9 @@ def test_invalid_settings_name_the_field(data, path, detail):
 
 def test_core_settings_from_the_settings():
     settings = EstimatorSettings(natnet_version="4.1", multicast=True, multicast_group="239.255.42.99",
-                                 filter=FilterSettings(jump_distance=0.0))
+                                 filter=PoseFilterSettings(jump_distance=0.0))
     tracker = settings.tracker_settings()
-    assert tracker.stale_timeout == 0.1 and tracker.pose_filter.jump_distance == math.inf
+    assert tracker.stale_timeout == 0.1 and tracker.pose_filter.jump_distance == 0.0
     assert tracker.pose_filter.jump_angle == 0.5
     client = settings.client_settings()
     assert client.requested_version == NatNetVersion(4, 1)

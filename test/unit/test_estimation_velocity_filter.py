@@ -180,16 +180,27 @@ def test_predict_extrapolates_without_changing_the_filter():
         "jump_angle",
     ],
 )
-@pytest.mark.parametrize("value", [0.0, -1.0, math.nan, "a"])
+@pytest.mark.parametrize("value", [-1.0, math.nan, math.inf, "a"])
 def test_settings_errors_name_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         PoseFilterSettings(**{field: value})
 
 
+@pytest.mark.parametrize("field", ["position_noise", "yaw_noise", "acceleration_density",
+                                   "angular_acceleration_density", "initial_speed_std", "initial_yaw_rate_std"])
+def test_noise_settings_must_be_positive(field):
+    with pytest.raises(ValueError, match=field):
+        PoseFilterSettings(**{field: 0.0})
+
+
 def test_jump_thresholds_may_be_disabled():
-    settings = PoseFilterSettings(jump_distance=math.inf, jump_angle=math.inf)
+    settings = PoseFilterSettings(jump_distance=0.0, jump_angle=0.0)
     estimator = PoseVelocityFilter(settings)
     estimator.update(0.0, [0.0, 0.0, 0.0])
     assert estimator.update(PERIOD, [1.0, 0.0, 3.0]) is FilterEvent.UPDATED
-    with pytest.raises(ValueError, match="position_noise: expected a finite number > 0"):
+    only_angle = PoseVelocityFilter(PoseFilterSettings(jump_distance=0.0))
+    only_angle.update(0.0, [0.0, 0.0, 0.0])
+    assert only_angle.update(PERIOD, [1.0, 0.0, 0.0]) is FilterEvent.UPDATED
+    assert only_angle.update(2 * PERIOD, [1.0, 0.0, 3.0]) is FilterEvent.JUMP_RESET
+    with pytest.raises(ValueError, match="position_noise: expected a finite number >= 1e-06 and <= 0.1"):
         PoseFilterSettings(position_noise=math.inf)

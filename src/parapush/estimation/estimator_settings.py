@@ -1,6 +1,7 @@
 """The state estimator's settings, declared once (:mod:`parapush.settings`): each field carries
 its default, range, unit and description; the state estimator node's parameters are generated
-from :class:`EstimatorSettings` (``filter.*`` is its nested section) and
+from :class:`EstimatorSettings` (``filter.*`` is its nested section, the velocity filter's
+:class:`~parapush.estimation.velocity_filter.PoseFilterSettings`) and
 ``config/state_estimator.yaml`` lists the same keys. The scene file is the node's own parameter.
 
 Checks that need this host (resolving ``server_address``, binding ``local_interface``) run in
@@ -9,8 +10,6 @@ Checks that need this host (resolving ``server_address``, binding ``local_interf
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import socket
 from dataclasses import dataclass, field
 
@@ -20,40 +19,8 @@ from parapush.estimation.tracker import TrackerSettings
 from parapush.estimation.velocity_filter import PoseFilterSettings
 from parapush.natnet import NatNetVersion
 from parapush.reporting.diagnostic_report import diagnostics_period_setting
-from parapush.settings import SettingsError, check_settings, setting
+from parapush.settings import SettingsError, check_settings, same_setting, setting
 from parapush.validation import check_ipv4, check_not_empty
-
-
-@dataclass(frozen=True)
-class FilterSettings:
-    """The velocity filter's noise model and jump thresholds (:class:`PoseFilterSettings`,
-    where a threshold of 0 here means never)."""
-
-    position_noise: float = setting(0.0005, "std of one mocap position sample", unit="m", minimum=1e-6, maximum=0.1)
-    yaw_noise: float = setting(0.005, "std of one mocap yaw sample", unit="rad", minimum=1e-6, maximum=1.0)
-    acceleration_density: float = setting(
-        1e-4, "random-acceleration density (more: less lag, more velocity noise)", unit="m^2/s^3",
-        minimum=1e-9, maximum=100.0,
-    )
-    angular_acceleration_density: float = setting(1e-2, "the same for yaw", unit="rad^2/s^3",
-                                                  minimum=1e-9, maximum=1e4)
-    initial_speed_std: float = setting(0.2, "velocity std at (re)initialisation", unit="m/s",
-                                       minimum=1e-6, maximum=100.0)
-    initial_yaw_rate_std: float = setting(2.0, "yaw-rate std at (re)initialisation", unit="rad/s",
-                                          minimum=1e-6, maximum=1000.0)
-    jump_distance: float = setting(0.03, "a measurement this far from the prediction restarts the filter "
-                                   "(0: never)", unit="m", minimum=0.0, maximum=10.0)
-    jump_angle: float = setting(0.5, "the same for yaw (0: never)", unit="rad", minimum=0.0, maximum=10.0)
-
-    def __post_init__(self) -> None:
-        check_settings(self)
-
-    def pose_filter_settings(self) -> PoseFilterSettings:
-        """The filter's settings (same fields; a jump threshold of 0 becomes math.inf)."""
-        values = dataclasses.asdict(self)
-        for name in ("jump_distance", "jump_angle"):
-            values[name] = math.inf if values[name] == 0.0 else values[name]
-        return PoseFilterSettings(**values)
 
 
 @dataclass(frozen=True)
@@ -69,13 +36,13 @@ class EstimatorSettings:
     table_transform_file: str = setting(
         "table_transform.yaml", "mocap -> table transform (mocap_to_table section): a path or a name in config/"
     )
-    server_address: str = setting("127.0.0.1", "Motive host: IPv4 address or host name")
-    command_port: int = setting(1510, "Motive command port (UDP)", minimum=1, maximum=65535)
+    server_address: str = same_setting(NatNetClientSettings, "server_address")
+    command_port: int = same_setting(NatNetClientSettings, "command_port")
     data_port: int = setting(0, "multicast data port (UDP); 0: the one the server announces (1511)",
                              minimum=0, maximum=65535)
-    multicast: bool = setting(False, "receive frames by multicast (else unicast, on the command socket)")
+    multicast: bool = same_setting(NatNetClientSettings, "multicast")
     multicast_group: str = setting("", "multicast group; empty: the one the server announces")
-    local_interface: str = setting("127.0.0.1", "IPv4 address of the local interface facing the server (0.0.0.0: any)")
+    local_interface: str = same_setting(NatNetClientSettings, "local_address")
     natnet_version: str = setting("", "bitstream version to ask for, e.g. '4.1'; empty: the server's choice")
     extra_latency: float = setting(
         0.0, "added to the server-reported latency (network transit); stamps are backdated by the sum", unit="s",
@@ -87,12 +54,10 @@ class EstimatorSettings:
         0.002, "a frame whose timestamp and mid-exposure clock advance by more than this differently from the "
         "previous frame's is dropped as corrupt (0: no check)", unit="s", minimum=0.0, maximum=1.0,
     )
-    stale_timeout: float = setting(0.1, "time without a valid observation after which a body is stale", unit="s",
-                                   minimum=0.001, maximum=10.0)
-    reinitialize_after: float = setting(0.5, "gap after which a body's velocity filter restarts", unit="s",
-                                        minimum=0.001, maximum=60.0)
-    use_server_clock: bool = setting(True, "de-jitter stamps with the server's frame timestamps")
-    filter: FilterSettings = field(default_factory=FilterSettings)
+    stale_timeout: float = same_setting(TrackerSettings, "stale_timeout")
+    reinitialize_after: float = same_setting(TrackerSettings, "reinitialize_after")
+    use_server_clock: bool = same_setting(TrackerSettings, "use_server_clock")
+    filter: PoseFilterSettings = field(default_factory=PoseFilterSettings)
     publish_rate: float = setting(0.0, "0: publish scene_state on every mocap frame, > 0: on a timer", unit="Hz",
                                   minimum=0.0, maximum=1000.0)
     idle_publish_period: float = setting(
@@ -109,8 +74,8 @@ class EstimatorSettings:
         check_settings(self)
         for name in ("table_transform_file", "server_address", "local_interface", "frame_id", "mocap_frame_id"):
             check_not_empty(name, getattr(self, name))
-        if not isinstance(self.filter, FilterSettings):
-            raise ValueError(f"filter: expected FilterSettings, got {self.filter!r}")
+        if not isinstance(self.filter, PoseFilterSettings):
+            raise ValueError(f"filter: expected PoseFilterSettings, got {self.filter!r}")
         if all(part.isdigit() for part in self.server_address.split(".")):  # looks numeric: must be valid
             check_ipv4("server_address", self.server_address)
         check_ipv4("local_interface", self.local_interface)
@@ -135,7 +100,7 @@ class EstimatorSettings:
             stale_timeout=self.stale_timeout,
             reinitialize_after=self.reinitialize_after,
             use_server_clock=self.use_server_clock,
-            pose_filter=self.filter.pose_filter_settings(),
+            pose_filter=self.filter,
         )
 
     def client_settings(self) -> NatNetClientSettings:
@@ -173,4 +138,4 @@ class EstimatorSettings:
             raise SettingsError("", f"NatNet client parameters: {error}") from None
 
 
-__all__ = ["EstimatorSettings", "FilterSettings"]
+__all__ = ["EstimatorSettings"]

@@ -56,7 +56,8 @@ from parapush.natnet.messages import (
 )
 from parapush.natnet.models import ModelDefinitions
 from parapush.natnet.version import NatNetVersion
-from parapush.validation import check_integer, check_ipv4, check_positive
+from parapush.settings import check_settings, setting
+from parapush.validation import check_instance, check_ipv4, check_not_empty
 
 __all__ = ["NatNetClient", "NatNetClientSettings", "NatNetClientStats", "ReceivedFrame"]
 
@@ -106,38 +107,37 @@ class NatNetClientSettings:
         receive_buffer_bytes: socket receive buffer size requested from the OS.
     """
 
-    server_address: str = "127.0.0.1"
-    command_port: int = 1510
-    local_address: str = "127.0.0.1"
-    multicast: bool = False
-    multicast_group: str | None = None
-    data_port: int | None = None
+    server_address: str = setting("127.0.0.1", "Motive host: IPv4 address or host name")
+    command_port: int = setting(1510, "Motive command port (UDP)", minimum=1, maximum=65535)
+    local_address: str = setting("127.0.0.1", "IPv4 address of the local interface facing the server (0.0.0.0: any)")
+    multicast: bool = setting(False, "receive frames by multicast (else unicast, on the command socket)")
+    multicast_group: str | None = setting(None, "multicast group", kind=str,
+                                          none="the one the server announces (239.255.42.99 before NatNet 3.0)",
+                                          ros_none="")
+    data_port: int | None = setting(None, "multicast data port (UDP)", kind=int, minimum=1, maximum=65535,
+                                    none="the one the server announces (1511 before NatNet 3.0)", ros_none=0)
     requested_version: NatNetVersion | None = None
-    keepalive_period_s: float = 1.0
-    connect_retry_s: float = 0.5
-    silence_timeout_s: float = 1.0
-    reorder_window_frames: int = 8
-    max_gap_frames: int = 1200
-    receive_buffer_bytes: int = 4 * 1024 * 1024
+    keepalive_period_s: float = setting(1.0, "time between KEEPALIVEs in unicast", unit="s", above=0.0)
+    connect_retry_s: float = setting(0.5, "time between CONNECTs while no server answers", unit="s", above=0.0)
+    silence_timeout_s: float = setting(1.0, "time without a decodable frame after which the client re-CONNECTs",
+                                       unit="s", above=0.0)
+    reorder_window_frames: int = setting(8, "frames up to this many frame numbers behind the newest are stale",
+                                         minimum=1)
+    max_gap_frames: int = setting(1200, "a forward jump of more frame numbers is a stream restart", minimum=1)
+    receive_buffer_bytes: int = setting(4 * 1024 * 1024, "socket receive buffer size requested from the OS",
+                                        unit="B", minimum=65536)
 
     def __post_init__(self) -> None:
+        check_settings(self)
+        # requested_version is a parsed value, not a setting: EstimatorSettings.natnet_version declares it.
         if isinstance(self.requested_version, str):
             object.__setattr__(self, "requested_version", NatNetVersion.parse(self.requested_version))
-        if not isinstance(self.server_address, str) or not self.server_address:
-            raise ValueError(
-                f"server_address must be a host name or IPv4 address, got {self.server_address!r}"
-            )
+        if self.requested_version is not None:
+            check_instance("requested_version", self.requested_version, NatNetVersion)
+        check_not_empty("server_address", self.server_address)
         check_ipv4("local_address", self.local_address)
         if self.multicast_group is not None:
             check_ipv4("multicast_group", self.multicast_group, multicast=True)
-        check_integer("command_port", self.command_port, minimum=1, maximum=65535)
-        if self.data_port is not None:
-            check_integer("data_port", self.data_port, minimum=1, maximum=65535)
-        for name in ("keepalive_period_s", "connect_retry_s", "silence_timeout_s"):
-            check_positive(name, getattr(self, name))
-        check_integer("reorder_window_frames", self.reorder_window_frames, minimum=1)
-        check_integer("max_gap_frames", self.max_gap_frames, minimum=1)
-        check_integer("receive_buffer_bytes", self.receive_buffer_bytes, minimum=65536)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from parapush.estimation.frame_clock import FrameClock
 from parapush.estimation.table_frame import TablePose, TableTransform
 from parapush.estimation.velocity_filter import FilterEvent, PoseFilterSettings, PoseVelocityFilter
 from parapush.scene import Scene, SceneSnapshot, wrap_angle
-from parapush.validation import check_fields, check_integer, check_positive
+from parapush.settings import check_settings, setting
 
 if TYPE_CHECKING:
     from parapush.natnet import MocapFrame
@@ -67,25 +67,25 @@ class TrackerSettings:
         rate_window: window of the update-rate and mean-latency diagnostics, s.
     """
 
-    stale_timeout: float = 0.1
-    reinitialize_after: float = 0.5
+    stale_timeout: float = setting(0.1, "time without a valid observation after which a body is stale", unit="s",
+                                   minimum=0.001, maximum=10.0)
+    reinitialize_after: float = setting(0.5, "gap after which a body's velocity filter restarts", unit="s",
+                                        minimum=0.001, maximum=60.0)
     pose_filter: PoseFilterSettings = field(default_factory=PoseFilterSettings)
-    use_server_clock: bool = True
-    clock_window: float = 2.0
-    stream_restart_jump: float = 1.0
-    stream_restart_frames: int = 120
-    rate_window: float = 1.0
+    use_server_clock: bool = setting(True, "de-jitter stamps with the server's frame timestamps")
+    clock_window: float = setting(2.0, "window of the server-to-local clock offset estimate", unit="s", above=0.0)
+    stream_restart_jump: float = setting(1.0, "a server timestamp this much earlier than the previous one means "
+                                         "the server restarted", unit="s", above=0.0)
+    stream_restart_frames: int = setting(120, "a frame number this many frames below the previous one means the "
+                                         "stream restarted", minimum=1)
+    rate_window: float = setting(1.0, "window of the update-rate and mean-latency diagnostics", unit="s", above=0.0)
 
     def __post_init__(self) -> None:
-        check_fields(self, check_positive, "stale_timeout", "reinitialize_after", "clock_window")
-        check_fields(self, check_positive, "stream_restart_jump", "rate_window")
+        check_settings(self)
         if not isinstance(self.pose_filter, PoseFilterSettings):
             raise ValueError(
                 f"pose_filter: expected PoseFilterSettings, got {type(self.pose_filter).__name__}"
             )
-        if not isinstance(self.use_server_clock, bool):
-            raise ValueError(f"use_server_clock: expected a bool, got {self.use_server_clock!r}")
-        check_integer("stream_restart_frames", self.stream_restart_frames, minimum=1)
 
 
 @dataclass(frozen=True)

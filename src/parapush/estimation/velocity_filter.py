@@ -54,12 +54,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_discrete_are, solve_discrete_lyapunov
 
-from parapush.validation import check_fields, check_positive
+from parapush.settings import check_settings, setting
+from parapush.validation import check_positive
 
 
 @dataclass(frozen=True)
 class PoseFilterSettings:
-    """Noise model and re-initialisation thresholds of :class:`PoseVelocityFilter`.
+    """Noise model and re-initialisation thresholds of :class:`PoseVelocityFilter`; the state
+    estimator's ``filter.*`` parameters (:class:`~parapush.estimation.estimator_settings.EstimatorSettings`).
 
     Attributes:
         position_noise: std of one mocap position sample, m.
@@ -69,25 +71,33 @@ class PoseFilterSettings:
         initial_speed_std: std of the velocity at (re-)initialisation, m/s.
         initial_yaw_rate_std: std of the yaw rate at (re-)initialisation, rad/s.
         jump_distance: a measurement this far (m) from the predicted position re-initialises
-            the filter (math.inf disables).
-        jump_angle: the same for yaw, rad.
+            the filter (0: never).
+        jump_angle: the same for yaw, rad (0: never).
     """
 
-    position_noise: float = 0.0005
-    yaw_noise: float = 0.005
-    acceleration_density: float = 1e-4
-    angular_acceleration_density: float = 1e-2
-    initial_speed_std: float = 0.2
-    initial_yaw_rate_std: float = 2.0
-    jump_distance: float = 0.03
-    jump_angle: float = 0.5
+    position_noise: float = setting(0.0005, "std of one mocap position sample", unit="m", minimum=1e-6, maximum=0.1)
+    yaw_noise: float = setting(0.005, "std of one mocap yaw sample", unit="rad", minimum=1e-6, maximum=1.0)
+    acceleration_density: float = setting(
+        1e-4, "random-acceleration density (more: less lag, more velocity noise)", unit="m^2/s^3",
+        minimum=1e-9, maximum=100.0,
+    )
+    angular_acceleration_density: float = setting(1e-2, "the same for yaw", unit="rad^2/s^3",
+                                                  minimum=1e-9, maximum=1e4)
+    initial_speed_std: float = setting(0.2, "velocity std at (re)initialisation", unit="m/s",
+                                       minimum=1e-6, maximum=100.0)
+    initial_yaw_rate_std: float = setting(2.0, "yaw-rate std at (re)initialisation", unit="rad/s",
+                                          minimum=1e-6, maximum=1000.0)
+    jump_distance: float = setting(0.03, "a measurement this far from the prediction restarts the filter "
+                                   "(0: never)", unit="m", minimum=0.0, maximum=10.0)
+    jump_angle: float = setting(0.5, "the same for yaw (0: never)", unit="rad", minimum=0.0, maximum=10.0)
 
     def __post_init__(self) -> None:
-        check_fields(self, check_positive, "position_noise", "yaw_noise", "acceleration_density")
-        check_fields(self, check_positive, "angular_acceleration_density", "initial_speed_std", "initial_yaw_rate_std")
-        for name in ("jump_distance", "jump_angle"):  # math.inf: never
-            value = getattr(self, name)
-            object.__setattr__(self, name, math.inf if value == math.inf else check_positive(name, value))
+        check_settings(self)
+
+    def jumped(self, distance: float, angle: float) -> bool:
+        """Whether an innovation of ``distance`` m and ``angle`` rad (>= 0) is a jump (a
+        threshold of 0 never is)."""
+        return 0.0 < self.jump_distance < distance or 0.0 < self.jump_angle < angle
 
     @property
     def measurement_variance(self) -> np.ndarray:
@@ -190,10 +200,7 @@ class PoseVelocityFilter:
         predicted_pose = self._pose + step * self._velocity
         innovation = measurement - predicted_pose
         innovation[2] = (innovation[2] + math.pi) % (2.0 * math.pi) - math.pi
-        if (
-            math.hypot(innovation[0], innovation[1]) > self.settings.jump_distance
-            or abs(innovation[2]) > self.settings.jump_angle
-        ):
+        if self.settings.jumped(math.hypot(innovation[0], innovation[1]), abs(innovation[2])):
             self.reset(time, measurement)
             return FilterEvent.JUMP_RESET
         covariance = self._covariance

@@ -1,100 +1,25 @@
 """Named planner presets: the papers' planner for reproduction and the real-time default.
 
 A :class:`PlannerPreset` says which loop runs (sequential plan-then-execute
-:class:`~parapush.planning.MpcLoop` or :class:`~parapush.planning.pipelined_mpc.PipelinedMpcLoop`),
-which predictive model the loop uses, and, for the multi-fidelity planner, the coarse
-model and the split (:class:`~parapush.planning.multifidelity.MultiFidelitySettings`).
-Optimizer fields that differ from ``config/planner.yaml`` are listed in
-``optimizer_overrides``; everything else (cost weights, MPC settings) comes from the
-planner configuration, so a preset never duplicates it.
-
-- ``isrr2019``: the ISRR 2019 planner: S = 20 samples, variance 1e-4, N = 4 x 1 s,
-  every sample rolled out with the model file's predictor (``config/model.yaml``: Parareal
-  K = 1), planned then executed. Its optimizer settings are ``config/planner.yaml``'s.
-- Both presets predict with the model file's predictor (``model`` None), the one the MPC
-  node's prediction service serves: the real-time tuning below used the fine corrector, which
-  Parareal K = 1 matches on the corrected first control (x_1 is exact) and, on 2 cores,
-  everywhere (the ``auto`` schedule picks sample-parallel fine there).
-- ``realtime`` (the default, :data:`DEFAULT_PRESET`): the multi-fidelity planner in the
-  pipelined loop: coarse search with the learned model (obstacles ignored for prediction,
-  no overlap projection; the analytical model for scenes it does not support), 30 samples
-  x 10 iterations; 4 elites corrected with the fine model for their first control (the
-  coarse model continues from the exact x_1), for its first two controls if its coarse
-  prediction moves two or more objects, at most 2 rounds; another object entering the goal
-  grown by 2 cm is charged, and entering the goal itself is charged again.
-
-Why these values (tuning scenes drawn by ``bench/make_benchmark_scenes.py``'s generators
-with seed 7, 4 obstacle + 4 clutter, seeds 0-1, SimWorld with push noise, pipelined loop;
-never the benchmark's scenes; 2 shared cores at load 4-6, so CPU per re-plan is the
-figure to compare):
-
-==========================================  =========  =========  ===========  ==========
-variant (clutter scenes)                    successes  p50 wall   CPU / plan   task/exec
-==========================================  =========  =========  ===========  ==========
-4 elites x 4 s fine, 2 rounds               6/8        0.82 s     0.62 s       1.25
-2 elites x 4 s fine, 1 round                6/8        0.40 s     0.24 s       1.08
-4 elites, fine for 1 control, 2 rounds      7/8        0.26 s     0.16 s       1.04
-8 elites, fine for 1 control, 2 rounds      8/8        0.63 s     0.40 s       1.16
-the above (4, 1 control) without projection 7/8        0.21 s     0.16 s       1.02
-==========================================  =========  =========  ===========  ==========
-
-Its remaining failures put another object into the goal (planned from predictions that
-are coarse beyond the first control, executed with push noise): charging goal entry for
-the goal grown by 2 cm (``non_target_objects.goal_entry_margin``) gave 12/12 clutter runs
-(seeds 0-2; 10/12 without, 11/12 with 4 cm), p50 0.27 s, CPU 0.19 s per re-plan.
-
-Held-out scene ``new_clutter_1`` (bench/realtime_mpc.py's seed 2026), which the preset
-above failed in all 3 seeds (traced): the target must pass another object that the push
-moves towards the goal. (1) The learned coarse model mispredicts such chain contacts
-beyond the corrected first control (coarse cost 0.011 vs corrected 0.042; 0.037 vs 1.03:
-an object predicted to stay out went into the grown goal): without the 2 cm band the plans
-pushed it into the goal (3/3 OBJECT_IN_GOAL). (2) The band charged every object inside the
-grown goal, so once one was there every plan paid the same and pushing it on into the
-goal cost nothing more (OBJECT_IN_GOAL), or the only solutions (the ISRR planner's left the
-object 6.9 cm from the goal centre) cost as much as a failure (out of controls). Fixes:
-(2) the band charges *entering* it and the goal itself is always charged
-(``parapush.planning.costs.non_target_objects``); (1) elites whose coarse prediction moves
-two or more objects are corrected for two controls (``contact_corrected_controls=2``).
-Measured at load 3-9 (so successes, not latency),
-seeds 0-2, clutter scenes of bench/scenes (``new_clutter_1..4``, 12 runs) and of a second
-held-out generator seed 4243 (8 scenes, 24 runs, not committed), and the tuning scenes
-(seed 7, 12 runs); CPU per re-plan:
-
-=====================================================  ==========  ======  ======  ===========
-variant (clutter)                                      bench new   4243    seed 7  CPU / plan
-=====================================================  ==========  ======  ======  ===========
-band charging every object inside it (before)          9/12        23/24   12/12   0.18 s
-no band                                                9/12        18/24   12/12   0.18 s
-band graded 0 -> 1.0 across its width                  11/12       20/24   12/12   0.15 s
-band charging entry (adopted)                          10/12       21/24   12/12   0.16 s
-  + contact elites corrected for 2 controls (adopted)  12/12       21/24   10/12   0.24 s
-  + contact elites corrected for the horizon           11/12       24/24   10/12   0.42 s
-no band + contact elites corrected for the horizon     11/12       21/24   11/12   0.46 s
-=====================================================  ==========  ======  ======  ===========
-
-Over the held-out clutter runs (bench new + 4243) that is 33/36 against 32/36 before: the
-gain is ``new_clutter_1`` (0/3 -> 3/3); the rest is within the run-to-run spread on a
-loaded machine (the adopted variant scored 20/24 and 21/24 on 4243 in two runs).
-Correcting contact elites over the horizon was the most successful on 4243 but the CPU of
-a contact re-plan tripled, and in the demo (load 4-6) a prediction-service call then
-missed its 1 s deadline (the MPC took it for a lost service). Two controls are the
-compromise. Not adopted either: stopping the coarse search once two iterations lowered its
-best cost by less than 3 % cut the CPU per re-plan on ``clutter_fig1`` by 16-23 % but
-failed 2 of 3 seeds of an obstacle scene (generator seed 4242) that 10 iterations solve
-(1 %: no saving).
-
-Obstacle scenes, 4 elites, fine for 1 control: learned coarse model (obstacles ignored)
-8/8, p50 0.11 s, CPU 0.08 s; analytical coarse model 0/8 (all ran out of controls).
-
+:class:`~parapush.planning.MpcLoop` or pipelined
+:class:`~parapush.planning.pipelined_mpc.PipelinedMpcLoop`), which predictive model it uses
+(both presets: the model file's predictor, the one the MPC node's prediction service serves)
+and, for the multi-fidelity planner, the coarse model and the split
+(:class:`~parapush.planning.multifidelity.MultiFidelitySettings`); optimizer fields that
+differ from ``config/planner.yaml`` are in ``optimizer_overrides``, everything else comes
+from the planner configuration. ``isrr2019`` is the ISRR 2019 planner, for reproducing the
+papers: S = 20 samples, variance 1e-4, N = 4 x 1 s, every sample rolled out with the model
+file's predictor (``config/model.yaml``: Parareal K = 1), planned then executed, with
+``config/planner.yaml``'s optimizer settings. ``realtime`` (the default,
+:data:`DEFAULT_PRESET`) re-plans within one control while the pusher moves: the
+multi-fidelity planner in the pipelined loop, a coarse search with the learned model
+(30 samples x 10 iterations), 4 elites corrected with the fine model for their first control
+(two if they move two or more objects), at most 2 rounds, and a 2 cm goal-entry band for the
+other objects; its re-plans get ``PipelineSettings.replan_budget`` (0.8 s for 1 s controls).
 Select one by name with :func:`planner_preset`; build its loop with
 :func:`parapush.planning.stack_planner.build_planner` (the one construction path of the MPC
-node, the demo and the benchmarks: from ``config/planner.yaml``, ``config/model.yaml`` and
-``config/mpc.yaml``).
-
-Re-plan time budget (anytime planning, issue 28): the pipelined preset's re-plans get
-``PipelineSettings.replan_budget`` (the control duration less ``replan_margin``, 0.2 s: 0.8 s
-for 1 s controls) unless ``config/planner.yaml``'s ``time_budget`` is smaller; the planner
-returns its best plan when it ends (``OptimizationResult.stop_reason == "time_budget"``).
+node, the demo and the benchmarks). Why the realtime values are these (the measurements, and
+what was tried and not adopted): ``docs/planner_tuning.md``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from parapush.graph import config_dir, resolve_scene_path
 from parapush.nodes.mpc import MpcNode
 from parapush.nodes.prediction_client import ServicePrediction
 from parapush.nodes.prediction_service import PredictionServiceNode
-from parapush.prediction import EnginePrediction, load_model_config
+from parapush.planning.engine_prediction import EnginePrediction
+from parapush.prediction import load_model_config
 from parapush.scene import load_scene
 
 SCENE_FILE = "clutter_fig1.yaml"  # cylinders, no obstacles: `coarse_model: auto` can resolve to the learned model

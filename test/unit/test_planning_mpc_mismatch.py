@@ -17,7 +17,8 @@ import pytest
 
 from parapush.graph import config_dir, resolve_scene_path
 from parapush.planning import MpcLoop, MpcOutcome, StochasticTrajectoryOptimizer, load_planner_config
-from parapush.prediction import EnginePrediction, load_model_config
+from parapush.planning.engine_prediction import EnginePrediction
+from parapush.prediction import load_model_config
 from parapush.scene import load_scene
 from parapush.sim.arm import TwistCommand
 from parapush.sim.driver_settings import load_driver_settings

@@ -15,10 +15,10 @@ from parapush.physics.backends import BACKEND_NAMES
 from parapush.physics.fidelity import FIDELITIES
 from parapush.physics.fine_settings import FineSettings
 from parapush.planning import PredictiveModel
+from parapush.planning.engine_prediction import EnginePrediction
 from parapush.prediction import (
     COARSE_MODELS,
     DivergedSequenceError,
-    EnginePrediction,
     ModelConfig,
     PredictionEngine,
     PredictionLimits,
@@ -226,7 +226,7 @@ def test_a_bad_k_is_refused_by_the_request_alone(engine, monkeypatch) -> None:
         EnginePrediction(engine, iterations=5).predict(INITIAL, PUSH[None], np.ones(4))
     assert calls == []
     # ... and no other module on the request path compares a K with anything.
-    for module in ("prediction/engine.py", "prediction/planner_model.py", "nodes/prediction_messages.py",
+    for module in ("prediction/engine.py", "planning/engine_prediction.py", "nodes/prediction_messages.py",
                    "nodes/prediction_service.py", "nodes/prediction_client.py"):
         text = (ROOT / "src" / "parapush" / module).read_text()
         assert not re.search(r"iterations\)?\s*(<|>|==|!=)|(<|>|==|!=)\s*[\w.]*iterations", text), module

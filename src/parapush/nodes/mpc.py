@@ -86,11 +86,12 @@ from parapush.nodes.parameters import (
 from parapush.nodes.prediction_client import ServicePrediction, ServicePredictionError
 from parapush.parareal import MODELS
 from parapush.planning import MpcOutcome, PlannerConfigError, load_planner_config
+from parapush.planning.engine_prediction import EnginePrediction
 from parapush.planning.live_settings import Change, PlanRetuner
 from parapush.planning.presets import DEFAULT_PRESET, PRESETS, BuiltPlanner, planner_preset
 from parapush.planning.stack_planner import PlannerSources, build_planner, coarse_model_for
 from parapush.planning.task_run import TaskReport, TaskStep, run_task
-from parapush.prediction import EnginePrediction, ModelConfig
+from parapush.prediction import ModelConfig
 from parapush.prediction.failover import SERVICE_LOSS_POLICIES, FailoverPrediction
 from parapush.scene import GoalRegion, SceneError
 from parapush.sim.model_world import scene_initial_state

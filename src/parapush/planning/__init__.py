@@ -3,7 +3,7 @@
 Typical use (see ``config/planner.yaml``)::
 
     config = load_planner_config("config/planner.yaml")
-    model = EnginePrediction.build(scene, load_model_config("config/model.yaml"))  # parapush.prediction
+    model = EnginePrediction.build(scene, load_model_config("config/model.yaml"))  # parapush.planning.engine_prediction
     loop = MpcLoop(scene, StochasticTrajectoryOptimizer(config.optimizer), model,
                    config.cost_function(scene), config.mpc)
     result = loop.run(world)                            # world: observe / execute / stop

@@ -11,10 +11,10 @@ numbers: the optimizer gives such a sequence an infinite cost, counts it, and ne
 uses it (see :class:`parapush.planning.optimizer.StochasticTrajectoryOptimizer`).
 Other failures raise.
 
-Implementations: :class:`parapush.prediction.EnginePrediction` (the coarse, fine or
-Parareal model of a :class:`~parapush.prediction.PredictionEngine` built from the
-``model:`` config: what the MPC uses locally), the ROS ``PredictTrajectory`` service
-client (:mod:`parapush.nodes.prediction_client`: the same engine in the prediction
+Implementations: :class:`parapush.planning.engine_prediction.EnginePrediction` (the
+coarse, fine or Parareal model of a :class:`~parapush.prediction.PredictionEngine` built
+from the ``model:`` config: what the MPC uses locally), the ROS ``PredictTrajectory``
+service client (:mod:`parapush.nodes.prediction_client`: the same engine in the prediction
 service), and :class:`PropagatorRollout` (any one-step propagator rolled out serially in
 time, e.g. for tests with toy dynamics). Nothing else is needed by the planner.
 """

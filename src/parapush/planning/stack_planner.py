@@ -209,7 +209,7 @@ def build_planner(
         sources: the files' content (and a benchmark's overrides).
         seed: the optimizer's seed (None: the planner file's).
         model: the loop's predictive model (the corrector), e.g. the MPC node's predictor built
-            from the same model config; None: an :class:`~parapush.prediction.EnginePrediction`
+            from the same model config; None: an :class:`~parapush.planning.engine_prediction.EnginePrediction`
             of ``preset.corrector_config(sources.model)``, owned (closed) by the returned planner.
         coarse: the coarse propagator (e.g. the node's, cached); None: :func:`coarse_model_for`.
     Returns:
@@ -221,7 +221,7 @@ def build_planner(
     model_config = preset.corrector_config(sources.model)
     owned = model is None
     if model is None:
-        from parapush.prediction import EnginePrediction
+        from parapush.planning.engine_prediction import EnginePrediction
 
         model = EnginePrediction.build(scene, model_config)
     planner: Any = StochasticTrajectoryOptimizer(settings)

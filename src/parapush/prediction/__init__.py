@@ -1,6 +1,6 @@
 """The prediction stack: one settings tree (:class:`ModelConfig`, ``config/model.yaml``), one
-factory (:class:`PredictionEngine`), requests validated once (:class:`PredictionRequest`), and
-the planner's adapter (:class:`EnginePrediction`)."""
+factory (:class:`PredictionEngine`) and requests validated once (:class:`PredictionRequest`).
+The planner's adapter is :class:`parapush.planning.engine_prediction.EnginePrediction`."""
 
 from parapush.prediction.config import COARSE_MODELS, ModelConfig, load_model_config, model_config_from_mapping
 from parapush.prediction.engine import (
@@ -10,14 +10,12 @@ from parapush.prediction.engine import (
     PredictionError,
     PredictionOutcome,
 )
-from parapush.prediction.planner_model import EnginePrediction
 from parapush.prediction.request import PredictionLimits, PredictionRequest, RequestError, check_request_fits
 from parapush.prediction.work_budget import WorkBudgetError, WorkEstimate
 
 __all__ = [
     "COARSE_MODELS",
     "DivergedSequenceError",
-    "EnginePrediction",
     "EngineStatistics",
     "ModelConfig",
     "PredictionEngine",

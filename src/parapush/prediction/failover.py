@@ -5,7 +5,7 @@ the primary predictor; when that raises one of ``lost_errors`` (no answer within
 deadline, the service gone), it says so through ``on_event`` and, as configured:
 
 - ``"local"``: builds the backup (``make_backup()``, e.g. a local
-  :class:`~parapush.prediction.EnginePrediction` of the same ``model:`` config) once and
+  :class:`~parapush.planning.engine_prediction.EnginePrediction` of the same ``model:`` config) once and
   answers this and every later call with it;
 - ``"wait"``: waits for the primary to come back (``wait_for_primary(timeout)``, polled once
   per second) and asks it again, for at most ``wait_limit`` s in all; then the error is raised;

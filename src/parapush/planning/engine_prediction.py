@@ -6,12 +6,16 @@
 
 by asking the engine exactly what the prediction service would be asked for the same call
 (the MPC's ``prediction_source: service`` path, :mod:`parapush.nodes.prediction_client`):
-the same :class:`PredictionRequest`, object yaws wrapped to [-pi, pi) on the way in and out
+the same :class:`~parapush.prediction.PredictionRequest`, object yaws wrapped to [-pi, pi) on the way in and out
 as the ROS messages carry them. So the local and the service path give identical
 trajectories for the same ``model:`` config (test/ros/test_prediction_paths.py).
 
 A sequence whose physics diverged is returned as a NaN row: the engine names it
-(:class:`DivergedSequenceError`), it is dropped and the others are predicted again.
+(:class:`~parapush.prediction.DivergedSequenceError`), it is dropped and the others are
+predicted again.
+
+The adapter belongs to planning, the layer that uses predictions: :mod:`parapush.prediction`
+serves them and never imports :mod:`parapush.planning`.
 """
 
 from __future__ import annotations

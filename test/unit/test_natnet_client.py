@@ -134,18 +134,63 @@ def test_multicast_frames_are_exact(free_udp_port):
     assert stats.keepalives_sent == 0 and stats.malformed_packets == 0
 
 
+def exposure_s(frame, frequency: int) -> float:
+    """The frame's mid-exposure on this process's ``time.monotonic()`` clock: the simulated Motive
+    stamps its high-resolution ticks from ``time.monotonic_ns()`` on the same host."""
+    return frame.mid_exposure_ticks / frequency
+
+
+def wait_until(predicate, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"{what} not within {timeout_s} s"
+        time.sleep(0.01)
+    return value
+
+
+UNTRACKED_S = 0.3
+
+
 @pytest.mark.parametrize("mode", list(UntrackMode))
-def test_untracked_body_is_reported(server, mode):
+def test_untracked_body_is_reported_for_the_window_in_the_frames_clock(server, mode):
+    """The window is checked on the frames' own mid-exposure stamps (the server's clock), not by
+    counting frames in a wall-clock wait: a loaded machine sends fewer frames, never other ones."""
     recorder = FrameRecorder()
     with NatNetClient(fast_client_settings(server.command_address[1]), on_frame=recorder) as client:
         client.wait_for_server(2.0)
+        frequency = client.server_info.high_resolution_clock_frequency
         recorder.wait_for(3)
-        server.untrack(1, duration_s=0.2, mode=mode)
-        time.sleep(0.3)
-        recorder.wait_for(len(recorder.snapshot()) + 5)
+        called = time.monotonic()
+        server.untrack(1, duration_s=UNTRACKED_S, mode=mode)
+        returned = time.monotonic()
+        # A stalled stream (0 Hz) fails here: no frame exposed after the window within 5 s.
+        wait_until(lambda: sum(exposure_s(r.frame, frequency) > returned + UNTRACKED_S
+                               for r in recorder.snapshot()) >= 3, 5.0, "3 frames exposed after the window")
     frames = [r.frame for r in recorder.snapshot()]
-    affected = [f for f in frames if (f.rigid_body(1) is None or not f.rigid_body(1).tracking_valid)]
-    assert len(affected) >= 10  # ~0.2 s at 200 Hz
+    exposures = [exposure_s(frame, frequency) for frame in frames]
+
+    def untracked(frame) -> bool:
+        return frame.rigid_body(1) is None or not frame.rigid_body(1).tracking_valid
+
+    tick = 2.0 / frequency  # the ticks are floored
+    inside = [frame for frame, exposed in zip(frames, exposures, strict=True)
+              if returned + tick <= exposed < called + UNTRACKED_S - tick]
+    outside = [frame for frame, exposed in zip(frames, exposures, strict=True)
+               if exposed < called - tick or exposed >= returned + UNTRACKED_S + tick]
+    affected = [frame for frame in frames if untracked(frame)]
+    # Exactly the frames exposed in the window are affected, whatever the frame rate was.
+    assert all(untracked(frame) for frame in inside), "a frame exposed in the window was tracked"
+    assert not any(untracked(frame) for frame in outside), "a frame exposed outside the window was untracked"
+    # Generous bound for a loaded machine: one frame of the 60 the window holds at 200 Hz. A
+    # fault that untracks nothing fails it; a server that stalls through the whole window too.
+    assert inside, f"no frame exposed in the {UNTRACKED_S} s window (stream stalled?)"
+    numbers = [frame.frame_number for frame in affected]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))  # one contiguous window
+    # The window lasted its duration in the frames' clock: from the last tracked frame before it
+    # to the first tracked frame after it, at least UNTRACKED_S.
+    first, last = frames.index(affected[0]), frames.index(affected[-1])
+    assert first > 0 and last + 1 < len(frames)
+    assert exposures[last + 1] - exposures[first - 1] >= UNTRACKED_S - tick, exposures[first - 1:last + 2]
     for frame in affected:
         body = frame.rigid_body(1)
         if mode is UntrackMode.OMIT:
@@ -227,25 +272,48 @@ def test_client_reconnects_when_the_server_restarts_with_another_version():
 
 
 def test_keepalive_rate_is_bounded(server):
-    settings = NatNetClientSettings(command_port=server.command_address[1], keepalive_period_s=0.25)
+    """Never more than one KEEPALIVE per period on the client's clock (exact: a loaded machine only
+    sends fewer); at least 3 within a generous bound for a loaded machine (10 s for 0.75 s)."""
+    period = 0.25
+    settings = NatNetClientSettings(command_port=server.command_address[1], keepalive_period_s=period)
+    started = time.monotonic()
     with NatNetClient(settings) as client:
         client.wait_for_server(2.0)
-        time.sleep(1.1)
+        wait_until(lambda: client.stats().keepalives_sent >= 3, 10.0,
+                   "3 KEEPALIVEs (generous bound for a loaded machine: 0.75 s of periods in 10 s)")
+        time.sleep(4 * period)
         stats = client.stats()
-    assert 3 <= stats.keepalives_sent <= 6
+        elapsed = time.monotonic() - started
+    # The first goes out on connecting (and again after a reconnect), then one per period at most.
+    allowed = 1 + stats.reconnects + elapsed / period
+    assert 3 <= stats.keepalives_sent <= allowed, (stats.keepalives_sent, elapsed, stats.reconnects)
     assert server.stats().commands_received <= stats.keepalives_sent + stats.connects_sent + 1
 
 
 def test_keepalives_keep_the_subscription_past_the_server_timeout():
-    settings = MocapServerSettings(command_port=0, rate_hz=RATE_HZ, client_timeout_s=0.3)
+    """Counted against what the server says it sent and in the frames' clock: the subscription
+    outlives the server's 0.3 s client timeout several times over, with no frame withheld."""
+    timeout = 0.3
+    settings = MocapServerSettings(command_port=0, rate_hz=RATE_HZ, client_timeout_s=timeout)
+    recorder = FrameRecorder()
     with MocapServer(lambda: [BOX], settings=settings) as server:
         client_settings = fast_client_settings(server.command_address[1], keepalive_period_s=0.1)
-        with NatNetClient(client_settings) as client:
+        with NatNetClient(client_settings, on_frame=recorder) as client:
             client.wait_for_server(2.0)
-            time.sleep(0.8)
-            stats = client.stats()
-    assert stats.silences == 0
-    assert stats.frames_delivered >= 0.8 * RATE_HZ * 0.8
+            frequency = client.server_info.high_resolution_clock_frequency
+            first = recorder.wait_for(1)[0].frame
+            # A stalled stream (0 Hz) fails here: no frame exposed 4 timeouts later within 10 s.
+            wait_until(lambda: exposure_s(recorder.snapshot()[-1].frame, frequency)
+                       - exposure_s(first, frequency) >= 4 * timeout, 10.0, f"frames spanning {4 * timeout} s")
+            server_stats = server.stats()
+            address = client.command_socket_address
+        stats = client.stats()  # stopped: no frame after the recorder's last
+    frames = [r.frame for r in recorder.snapshot()]
+    numbers = [frame.frame_number for frame in frames]
+    assert stats.silences == 0 and server_stats.clients == (address,)
+    # Every frame the server numbered between the first and the last arrived: no expiry gap.
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers))), "frames missing: the server dropped us"
+    assert stats.frames_delivered == len(frames) and server_stats.datagrams_dropped == 0
 
 
 def test_callback_errors_do_not_stop_delivery(server):

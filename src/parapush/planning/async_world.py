@@ -18,6 +18,9 @@ computes, and the physics is simulated lazily, only when the caller looks (``obs
 time and execution costs its simulated duration, with no real-time waiting: the timeline
 of a robot whose physics is free. :class:`BlockingWorld` turns any :class:`AsyncWorld`
 into a :class:`parapush.planning.World` for the sequential :class:`MpcLoop`.
+:class:`TransitionRecorder` passes an :class:`AsyncWorld` through and records each control
+that ran alone with the states observed before and after it (what online identification
+learns from: :mod:`parapush.identification.online_identification`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ __all__ = [
     "BlockingWorld",
     "Physics",
     "PropagatorPhysics",
+    "Transition",
+    "TransitionRecorder",
     "VirtualClockWorld",
 ]
 
@@ -223,3 +228,81 @@ class BlockingWorld:
 
     def stop(self) -> None:
         self.world.stop()
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One executed control with the states observed around it.
+
+    Attributes:
+        state: (D,) observed before the control started.
+        control: (2,) m/s.
+        duration: s.
+        next_state: (D,) observed when it ended.
+    """
+
+    state: np.ndarray
+    control: np.ndarray
+    duration: float
+    next_state: np.ndarray
+
+
+class TransitionRecorder:
+    """An :class:`AsyncWorld` that passes everything to ``world`` and records :class:`Transition` s.
+
+    A control counts when it was started right after an observation (no other ``start`` or
+    ``stop`` between) and the next observation comes when it has just ended (within
+    ``tolerance``): a control cut short by a ``start`` or ``stop``, or followed by its fallback,
+    moved the world in a way no single control explains and is not recorded.
+
+    Args:
+        world: the world acted on.
+        tolerance: s; how late after a control's end its observation may come.
+
+    Attributes:
+        pending: transitions recorded and not yet taken (:meth:`take`).
+    """
+
+    def __init__(self, world: AsyncWorld, *, tolerance: float = 0.05) -> None:
+        if not isinstance(world, AsyncWorld):
+            raise TypeError(f"world: expected an AsyncWorld, got {type(world).__name__}")
+        if not (isinstance(tolerance, (int, float)) and tolerance >= 0.0):
+            raise ValueError(f"tolerance: expected a number of seconds >= 0, got {tolerance!r}")
+        self.world = world
+        self.tolerance = float(tolerance)
+        self.pending: list[Transition] = []
+        self._observed: np.ndarray | None = None
+        self._running: tuple[np.ndarray, np.ndarray, float, float] | None = None  # state, control, duration, end
+
+    def time(self) -> float:
+        return self.world.time()
+
+    def observe(self) -> np.ndarray:
+        state = np.array(self.world.observe(), dtype=float)
+        running, self._running = self._running, None
+        if running is not None:
+            before, control, duration, end = running
+            if end - 1e-9 <= self.world.time() <= end + self.tolerance:
+                self.pending.append(Transition(before, control, duration, state.copy()))
+        self._observed = state
+        return state
+
+    def start(self, control: np.ndarray, duration: float, fallback: np.ndarray | None = None) -> float:
+        begin = self.world.start(control, duration, fallback)
+        observed, self._observed = self._observed, None
+        self._running = None if observed is None else (observed, np.array(control, dtype=float), float(duration),
+                                                       begin + float(duration))
+        return begin
+
+    def wait_until(self, moment: float) -> None:
+        self.world.wait_until(moment)
+
+    def stop(self) -> None:
+        self.world.stop()
+        self._running = None
+        self._observed = None
+
+    def take(self) -> list[Transition]:
+        """The transitions recorded since the last call (oldest first); clears them."""
+        taken, self.pending = self.pending, []
+        return taken

@@ -17,7 +17,10 @@ few sequences that can win. :class:`MultiFidelityPlanner` therefore splits a re-
    corrector's backend runs them in parallel.
 3. **Decision on corrected predictions.** The elites are re-ranked by their cost under the
    corrected trajectories; the best one is the plan, returned with its corrected
-   trajectory and cost (never a coarse prediction).
+   trajectory and cost (never a coarse prediction). With robust scoring (``robust``, a
+   :class:`~parapush.planning.robust_scoring.RobustScoring`: M > 1 models of the target's
+   physics) they are ranked by a risk measure of their costs under the corrector's and M - 1
+   sampled models instead, and the plan's cost is that score.
 4. **Refinement (Parareal's correction applied to the search).** If the chosen plan's
    corrected cost differs from its coarse cost by more than ``mismatch_tolerance``
    (relative), the coarse model misjudged this region. One more coarse search is run,
@@ -293,10 +296,12 @@ class MultiFidelityPlanner:
         self.optimizer = optimizer
         self.coarse = coarse
         self.multifidelity = settings
+        self.robust: Any = None  # a parapush.planning.robust_scoring.RobustScoring ranks the elites; None: nominal
         self.last_report: MultiFidelityReport | None = None
         refine_settings = _replace_iterations(optimizer.settings, settings.refine_iterations)
         self._refiner = StochasticTrajectoryOptimizer(refine_settings, rng=optimizer.rng)
         self._corrector_seconds_per_control: float | None = None  # measured; the budget's estimate
+        self._robust_seconds = 0.0  # the robust scoring's last measured time
 
     @property
     def settings(self) -> OptimizerSettings:
@@ -361,14 +366,21 @@ class MultiFidelityPlanner:
                 searcher = self._refiner
         return run.result()
 
-    def _correction_estimate(self, depth: int | None = None) -> float:
-        """s a correction of ``depth`` controls (default: ``corrected_controls``) is expected to
-        take, from the corrector's last measured seconds per control (0 before any)."""
-        if self._corrector_seconds_per_control is None:
-            return 0.0
+    def corrected_depth(self) -> int:
+        """m, the leading controls the corrector predicts for every elite (``corrected_controls``
+        capped at the horizon; the horizon when None)."""
         horizon = self.settings.horizon
         base = self.multifidelity.corrected_controls
-        depth = (horizon if base is None else min(base, horizon)) if depth is None else depth
+        return horizon if base is None else min(base, horizon)
+
+    def _correction_estimate(self, depth: int | None = None) -> float:
+        """s a correction of ``depth`` controls is expected to take, from the corrector's last
+        measured seconds per control (0 before any); the default depth (``corrected_controls``)
+        also counts the robust scoring's last measured time (a round's whole decision)."""
+        if self._corrector_seconds_per_control is None:
+            return 0.0
+        if depth is None:
+            return self._corrector_seconds_per_control * self.corrected_depth() + self._robust_seconds
         return self._corrector_seconds_per_control * depth
 
     def _correct(
@@ -390,8 +402,7 @@ class MultiFidelityPlanner:
         samples, horizon = controls.shape[:2]
         dimension = initial_state.shape[0]
         settings = self.multifidelity
-        depths = np.full(samples, horizon if settings.corrected_controls is None else min(settings.corrected_controls,
-                                                                                            horizon))
+        depths = np.full(samples, self.corrected_depth())
         contact_depth = horizon if settings.contact_corrected_controls is None else min(
             settings.contact_corrected_controls, horizon)
         cut = False
@@ -438,7 +449,8 @@ class _Round:
     coarse_model: Any = None
     controls: list[np.ndarray] = field(default_factory=list)  # corrected elites
     trajectories: list[np.ndarray] = field(default_factory=list)
-    costs: list[float] = field(default_factory=list)
+    costs: list[float] = field(default_factory=list)  # what elites are ranked by: corrected, or robust scores
+    corrected_costs: list[float] = field(default_factory=list)  # under the corrector's trajectories
     coarse_costs: list[float] = field(default_factory=list)
     history: list[float] = field(default_factory=list)
     iterations: int = 0
@@ -506,19 +518,28 @@ class _Round:
         if np.any(valid):
             elite_costs[valid] = np.asarray(self.cost.evaluate(corrected[valid], controls[elites][valid]), dtype=float)
         elite_costs = np.where(np.isnan(elite_costs), math.inf, elite_costs)
+        scores = elite_costs
+        if planner.robust is not None:
+            scoring_started = time.perf_counter()
+            scores = planner.robust.score(self.state, controls[elites], durations, corrected, elite_costs,
+                                          cost=self.cost, coarse=planner.coarse, depth=planner.corrected_depth()).scores
+            planner._robust_seconds = time.perf_counter() - scoring_started
+            self.correction_time += planner._robust_seconds
         # coarse cost of each elite as the unbiased coarse model sees it (for the report)
         unbiased = costs[elites] if self.coarse_model is None else _costs(
             planner.coarse, self.state, controls[elites], durations, self.cost)
         self.controls.extend(controls[elites])
         self.trajectories.extend(corrected)
-        self.costs.extend(elite_costs.tolist())
+        self.costs.extend(scores.tolist())
+        self.corrected_costs.extend(elite_costs.tolist())
         self.coarse_costs.extend(np.asarray(unbiased, dtype=float).tolist())
         best = int(np.argmin(self.costs))
         self.history.append(float(self.costs[best]))
         if not math.isfinite(self.costs[best]):
             return start  # nothing corrected yet: search again from the same start
-        mismatch = abs(self.costs[best] - self.coarse_costs[best])
-        if mismatch <= settings.mismatch_tolerance * max(abs(self.costs[best]), 1e-12):
+        # the coarse model's accuracy on the chosen plan: its corrected (corrector's) cost
+        mismatch = abs(self.corrected_costs[best] - self.coarse_costs[best])
+        if mismatch <= settings.mismatch_tolerance * max(abs(self.corrected_costs[best]), 1e-12):
             return None
         # refine around the corrected best with the coarse model shifted by its F~ - C jumps
         coarse_best = np.asarray(planner.coarse.predict(self.state, self.controls[best][None], durations),
@@ -539,7 +560,7 @@ class _Round:
         self.planner.last_report = MultiFidelityReport(
             rounds=self.rounds, corrected_sequences=len(self.costs), coarse_sequences=self.coarse_sequences,
             coarse_time=self.coarse_time, correction_time=self.correction_time,
-            coarse_cost=float(self.coarse_costs[best]), corrected_cost=float(self.costs[best]),
+            coarse_cost=float(self.coarse_costs[best]), corrected_cost=float(self.corrected_costs[best]),
             rank_changed=bool(
                 self.first_coarse_choice is None
                 or np.max(np.abs(self.first_coarse_choice - chosen_controls))

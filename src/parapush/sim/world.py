@@ -54,7 +54,7 @@ from parapush.scene import ObjectSpec, Scene, SceneSnapshot, StateLayout
 from parapush.settings import check_settings, setting
 from parapush.sim.arm import ArmSettings, CommandOutcome, SimArm
 from parapush.sim.noise import ObjectContactSample, PushNoise, PushNoiseSettings
-from parapush.validation import check_instance, check_non_negative
+from parapush.validation import check_instance, check_non_negative, check_positive
 
 __all__ = ["BodyPose", "SimWorld", "WorldDivergedError", "WorldSettings", "WorldStatus"]
 
@@ -467,6 +467,41 @@ class SimWorld:
                 self._apply_sample(index, self._noise.sample(float(self._footprint[index])))
         self._last_contact_time[touching] = now
         self._in_contact = touching
+
+    def set_object_physics(self, index: int, *, mass: float, support_friction: float, pusher_friction: float,
+                           com_offset: tuple[float, float] = (0.0, 0.0)) -> None:
+        """Give object ``index`` physics other than its scene entry's, from now on (a world whose
+        objects differ from what the planner was told; ``bench/robust_mpc.py`` draws them per run).
+
+        Args:
+            index: the object, in scene order.
+            mass: kg, > 0; the inertia scales with it (same shape and density distribution).
+            support_friction: the object/table sliding coefficient (a torsion support's torsional
+                coefficient follows it, as in the fine model); the push noise scales it per push.
+            pusher_friction: the pusher/object sliding coefficient (scaled per push likewise).
+            com_offset: (x, y) m, the centre of mass in the object's body frame (0, 0: its centre).
+        """
+        self.layout.object_pose(index)  # IndexError naming the object when out of range
+        mass = check_positive("mass", mass)
+        check_non_negative("support_friction", support_friction)
+        check_non_negative("pusher_friction", pusher_friction)
+        offset = np.asarray(com_offset, dtype=float)
+        if offset.shape != (2,) or not np.all(np.isfinite(offset)):
+            raise ValueError(f"com_offset: expected (x, y) in m, got {com_offset!r}")
+        with self._lock:
+            model = self._model
+            body = self._object_body[index]
+            model.body_inertia[body] *= mass / model.body_mass[body]
+            model.body_mass[body] = mass
+            model.body_ipos[body, :2] = offset
+            table_pair, pusher_pair = self._table_pair[index], self._pusher_pair[index]
+            nominal = self._nominal_friction
+            torsion_radius = np.divide(nominal[table_pair, 2], nominal[table_pair, 0],
+                                       out=np.zeros(table_pair.size), where=nominal[table_pair, 0] > 0.0)
+            nominal[table_pair, :2] = support_friction
+            nominal[table_pair, 2] = support_friction * torsion_radius
+            nominal[pusher_pair, :2] = pusher_friction
+            self._apply_sample(index, self._samples[index])
 
     def _apply_sample(self, index: int, sample: ObjectContactSample) -> None:
         model = self._model

@@ -218,7 +218,8 @@ def test_weights_and_clipping() -> None:
         ("max_speed", float("nan"), "max_speed: expected a finite number > 0"),
         ("time_budget", 0.0, "time_budget: expected a finite number > 0"),
         ("sensitivity", -1.0, "sensitivity: expected a finite number >= 0"),
-        ("seed", 1.5, "seed: expected an integer or None"),
+        ("seed", 1.5, "seed: expected an integer >= 0"),
+        ("seed", -1, "seed: expected an integer >= 0"),
     ],
 )
 def test_settings_validation_names_the_field(field, value, message) -> None:

@@ -53,19 +53,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Protocol
 
 import numpy as np
 
 from parapush.planning.predictive_model import PredictiveModel, check_trajectories, is_finite_trajectory
-from parapush.validation import (
-    check_fields,
-    check_integer,
-    check_non_negative,
-    check_optional_positive,
-    check_positive,
-)
+from parapush.settings import check_settings, setting
 
 
 class AllPredictionsFailedError(RuntimeError):
@@ -98,26 +91,21 @@ class OptimizerSettings:
         seed: seed of the noise generator when none is given to the optimizer.
     """
 
-    samples: int = 20
-    exploration_variance: float = 1e-4
-    horizon: int = 4
-    control_duration: float = 1.0
-    max_speed: float = 0.1
-    max_iterations: int = 10
-    time_budget: float | None = None
-    step_size: float = 1.0
-    sensitivity: float = 10.0
-    seed: int | None = 0
+    samples: int = setting(20, "S, noisy sequences per optimizer iteration", minimum=1)
+    exploration_variance: float = setting(1e-4, "nu, variance of the control noise", unit="(m/s)^2", above=0.0)
+    horizon: int = setting(4, "N, controls per sequence", minimum=1)
+    control_duration: float = setting(1.0, "duration of each control", unit="s", above=0.0)
+    max_speed: float = setting(0.1, "largest speed of any control", unit="m/s", above=0.0)
+    max_iterations: int = setting(10, "optimizer iterations per optimization (one predict call each)", minimum=1)
+    time_budget: float | None = setting(None, "wall time per optimization", kind=float, unit="s", above=0.0,
+                                        none="no limit", ros_none=0.0)
+    step_size: float = setting(1.0, "alpha, multiplies the weighted perturbation in the update", above=0.0)
+    sensitivity: float = setting(10.0, "h, sharpness of the cost weighting (0: plain average)", minimum=0.0)
+    seed: int | None = setting(0, "seed of the noise generator", kind=int, minimum=0,
+                               none="fresh entropy from the operating system", ros_none=-1)
 
     def __post_init__(self) -> None:
-        check_fields(self, partial(check_integer, minimum=1), "samples", "horizon", "max_iterations")
-        check_fields(self, check_positive, "exploration_variance", "control_duration", "max_speed", "step_size")
-        check_fields(self, check_optional_positive, "time_budget")
-        check_fields(self, check_non_negative, "sensitivity")
-        if self.seed is not None and (
-            isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))
-        ):
-            raise ValueError(f"seed: expected an integer or None, got {self.seed!r}")
+        check_settings(self)
 
     @property
     def durations(self) -> np.ndarray:

@@ -430,6 +430,7 @@ class StackSession:
         from rclpy.serialization import deserialize_message
         from std_srvs.srv import Trigger
 
+        from parapush.execution.executor_diagnostics import latched_stop_reason
         from parapush.programs.bringup import isolated_bringup
         from parapush.scene import load_scene
 
@@ -438,6 +439,7 @@ class StackSession:
         self.initial = self.scene.layout.compose(np.asarray(self.scene.pusher.position),
                                                  np.array([spec.pose for spec in self.scene.objects]))
         self._deserialize = deserialize_message
+        self._latched_stop_reason = latched_stop_reason
         self._diagnostic_type = DiagnosticArray
         self._action = PushObject
         self._trigger = Trigger
@@ -517,9 +519,9 @@ class StackSession:
                 self.arm_ready.set()
 
     def _on_executor_status(self, message) -> None:
-        latched = any(value.key == "stop_latched" and value.value == "True" for value in message.values)
+        reason = self._latched_stop_reason(message)
         with self._lock:
-            self.executor_latch = message.message if latched else None
+            self.executor_latch = reason
 
     def latched_stop(self) -> str | None:
         with self._lock:

@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from parapush.execution.control_intake import ControlsRefused, check_controls, measurement_time
+from parapush.execution.control_intake import check_controls, measurement_time
+from parapush.execution.control_refusal import ControlsRefused
 from parapush.execution.execution_settings import ExecutionSettings, GripperSettings, LimitSettings
 from parapush.execution.executor_control import ExecutorControl
-from parapush.execution.executor_diagnostics import ExecutorCounters, executor_report, gripper_report
+from parapush.execution.executor_diagnostics import (
+    ExecutorCounters,
+    executor_report,
+    gripper_report,
+    latched_stop_reason,
+)
 from parapush.execution.gripper_endpoint import SerialEndpoint, TcpEndpoint
 from parapush.execution.gripper_monitor import GripperSnapshot, gripper_problem
 from parapush.execution.safety import SafetyReason
@@ -182,6 +189,18 @@ def test_executor_report_levels_and_counters():
     latched = report(counters, stop_latched=True, latch_reason="service: stop", state_age_s=math.inf)
     assert (latched.level, latched.message) == (DiagnosticLevel.ERROR, "stop latched: service: stop")
     assert latched.value("stop_latched") == "True"
+
+
+def test_latched_stop_reason_reads_the_published_report():
+    def published(report):  # as conversions.report_to_status publishes it (DiagnosticStatus, KeyValue)
+        return SimpleNamespace(message=report.message,
+                               values=[SimpleNamespace(key=key, value=text) for key, text in report.values])
+
+    counters = ExecutorCounters()
+    assert latched_stop_reason(published(report(counters))) is None
+    assert latched_stop_reason(published(report(counters, state_age_s=math.inf))) is None
+    latched = report(counters, stop_latched=True, latch_reason="service: stop")
+    assert latched_stop_reason(published(latched)) == "stop latched: service: stop"
 
 
 def test_gripper_report():

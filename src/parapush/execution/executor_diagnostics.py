@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from parapush.execution.gripper_monitor import GripperSnapshot
 from parapush.execution.safety import SafetyReason
@@ -94,6 +95,18 @@ def executor_report(
     values.update({f"limit.{reason.value}": counts.limits.get(reason.value, 0) for reason in SafetyReason})
     values.update({f"refused.{reason}": count for reason, count in counts.refusals.items()})
     return DiagnosticReport.of(f"{node_name}: velocity commands", level, message, base_frame, values)
+
+
+def latched_stop_reason(status: Any) -> str | None:
+    """What :func:`executor_report` says once published: the reason (the status's message) while
+    the executor holds a latched stop, else None.
+
+    Args:
+        status: the velocity-commands status as received (a ``diagnostic_msgs/DiagnosticStatus``,
+            or anything with its ``message`` and ``values`` of ``key``/``value`` strings).
+    """
+    latched = any(value.key == "stop_latched" and value.value == "True" for value in status.values)
+    return status.message if latched else None
 
 
 def gripper_report(node_name: str, snapshot: GripperSnapshot | None) -> DiagnosticReport:

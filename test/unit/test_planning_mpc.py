@@ -270,7 +270,7 @@ def test_loop_validation() -> None:
         MpcLoop(scene, fast, glued_model(scene), cost, MpcSettings())
     with pytest.raises(ValueError, match="max_controls: expected an integer >= 1"):
         MpcSettings(max_controls=0)
-    with pytest.raises(ValueError, match="warm_start_fill: expected 'repeat' or 'zero'"):
+    with pytest.raises(ValueError, match=r"warm_start_fill: expected one of \['repeat', 'zero'\]"):
         MpcSettings(warm_start_fill="extend")
     loop = make_loop(scene)
     with pytest.raises(TypeError, match="world: expected an object with `execute"):

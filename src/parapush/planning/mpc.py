@@ -30,6 +30,7 @@ from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryO
 from parapush.planning.predictive_model import PredictiveModel
 from parapush.planning.termination import MpcOutcome, TaskStatus, TerminationCheck
 from parapush.scene import Scene
+from parapush.settings import check_settings, setting
 
 __all__ = ["MpcLoop", "MpcOutcome", "MpcResult", "MpcSettings", "MpcStep", "World"]
 
@@ -67,38 +68,18 @@ class MpcSettings:
             the papers' warm start alone.
     """
 
-    max_controls: int = 20
-    obstacle_tolerance: float = 0.0
-    table_margin: float = 0.0
-    initial_speed: float = 0.05
-    approach_clearance: float = 0.01
-    warm_start_fill: str = "repeat"
-    replan_proposal: bool = True
+    max_controls: int = setting(20, "controls executed before giving up", minimum=1)
+    obstacle_tolerance: float = setting(0.0, "clearance at or below which a body has hit an obstacle", unit="m")
+    table_margin: float = setting(0.0, "objects whose centre leaves the table shrunk by this have fallen", unit="m")
+    initial_speed: float = setting(0.05, "speed of the straight-line initial guess", unit="m/s", above=0.0)
+    approach_clearance: float = setting(0.01, "pusher/target gap at the straight line's pre-push point", unit="m",
+                                        minimum=0.0)
+    warm_start_fill: str = setting("repeat", "how the shifted warm start is completed", choices=("repeat", "zero"))
+    replan_proposal: bool = setting(True, "every re-plan also starts from the straight-line push from its start "
+                                    "state (false: the shifted warm start alone)")
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.max_controls, bool)
-            or not isinstance(self.max_controls, (int, np.integer))
-            or self.max_controls < 1
-        ):
-            raise ValueError(f"max_controls: expected an integer >= 1, got {self.max_controls!r}")
-        for name, minimum, strict in (
-            ("obstacle_tolerance", -math.inf, False),
-            ("table_margin", -math.inf, False),
-            ("initial_speed", 0.0, True),
-            ("approach_clearance", 0.0, False),
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name}: expected a finite number, got {value!r}")
-            if value < minimum or (strict and value <= minimum):
-                raise ValueError(f"{name}: must be {'>' if strict else '>='} {minimum}, got {value!r}")
-            object.__setattr__(self, name, float(value))
-        if self.warm_start_fill not in ("repeat", "zero"):
-            raise ValueError(f"warm_start_fill: expected 'repeat' or 'zero', got {self.warm_start_fill!r}")
-        if not isinstance(self.replan_proposal, (bool, np.bool_)):
-            raise ValueError(f"replan_proposal: expected true or false, got {self.replan_proposal!r}")
-        object.__setattr__(self, "replan_proposal", bool(self.replan_proposal))
+        check_settings(self)
 
     def straight_line(self, scene: Scene, state: np.ndarray, optimizer: OptimizerSettings) -> np.ndarray:
         """The straight-line push (N, 2) m/s from ``state`` at ``initial_speed``

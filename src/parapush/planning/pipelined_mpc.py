@@ -54,7 +54,7 @@ from parapush.planning.optimizer import OptimizationResult
 from parapush.planning.predictive_model import PredictiveModel
 from parapush.planning.termination import TaskStatus, TerminationCheck
 from parapush.scene import Scene
-from parapush.validation import check_fields, check_non_negative
+from parapush.settings import check_settings, setting
 
 MIN_BUDGET_SHARE = 0.5
 """Smallest share of a control period a re-plan's budget gets (:meth:`PipelineSettings.replan_budget`)."""
@@ -80,14 +80,16 @@ class PipelineSettings:
             None: no budget derived (the optimizer's ``time_budget`` alone).
     """
 
-    replan_distance: float = 0.01
-    fallback_clearance: float = 0.005
-    replan_margin: float | None = 0.2
+    replan_distance: float = setting(0.01, "an observed body this far from its predicted position makes the loop "
+                                     "re-plan from the observation", unit="m", minimum=0.0)
+    fallback_clearance: float = setting(0.005, "the fallback runs only if its predicted states keep this clearance "
+                                        "to obstacles and table edges", unit="m", minimum=0.0)
+    replan_margin: float | None = setting(0.2, "time of a control period the pipeline keeps for itself (a re-plan's "
+                                          "budget is the rest)", kind=float, unit="s", minimum=0.0,
+                                          none="no budget derived (the optimizer's time_budget alone)", ros_none=-1.0)
 
     def __post_init__(self) -> None:
-        check_fields(self, check_non_negative, "replan_distance", "fallback_clearance")
-        if self.replan_margin is not None:
-            check_fields(self, check_non_negative, "replan_margin")
+        check_settings(self)
 
     def replan_budget(self, control_duration: float) -> float:
         """s of wall time a re-plan may take: ``control_duration - replan_margin``, but at least

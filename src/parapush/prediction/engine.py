@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fidelity import ManagedFineBackend, resolve_fidelity
 from parapush.physics.fine import FineModel
 from parapush.physics.projection import FeasibilityProjector
+from parapush.physics.propagator import Propagator
 from parapush.prediction.config import ModelConfig
 from parapush.prediction.fair_scheduler import FairFineScheduler
 from parapush.prediction.model_access import ModelAccessLock
@@ -114,6 +116,95 @@ class EngineStatistics:
     fidelity_reruns: int = 0
 
 
+def _coarse_models(scene: Scene, config: ModelConfig) -> tuple[dict[str, Propagator], dict[str, str]]:
+    """The coarse models ``config`` allows for ``scene`` by name, and why each missing one is
+    unavailable (the learned model: not importable, or refusing the scene)."""
+    # With the projection on, the solvers project every corrected state (ISRR Eq 9), so the
+    # coarse model need not resolve overlaps itself (that would double its cost).
+    resolve = not config.project
+    models: dict[str, Propagator] = {
+        "analytical": AnalyticalCoarseModel(scene, resolve_overlaps=resolve, rotation=config.analytical_rotation)
+    }
+    unavailable: dict[str, str] = {}
+    try:
+        from parapush.learning.coarse_learned import LearnedCoarseModel
+    except ImportError as error:
+        unavailable["learned"] = f"the learned model cannot be imported ({error})"
+        return models, unavailable
+    try:
+        models["learned"] = LearnedCoarseModel(
+            scene, weights_path=config.learned_weights, resolve_overlaps=resolve, fine_settings=config.fine,
+        )
+    except (ValueError, OSError) as error:
+        unavailable["learned"] = str(error)
+    return models, unavailable
+
+
+def _coarse_name(name: str, available: Mapping[str, object]) -> str | None:
+    """The coarse model ``name`` stands for among ``available`` (``auto`` resolved), None if unavailable."""
+    if name == "auto":
+        return "learned" if "learned" in available else "analytical"
+    return name if name in available else None
+
+
+def _unavailable_coarse(name: str, unavailable: Mapping[str, str]) -> str:
+    """Why coarse model ``name`` cannot be used (the message names ``coarse_model``)."""
+    return f"coarse_model: {name!r} is unavailable here: {unavailable.get(name, 'unknown')}"
+
+
+class _CoarseModelUnavailableError(Exception):
+    """The configured coarse model cannot predict the scene (the message names ``coarse_model``);
+    the engine turns it into ValueError at start and PredictionError on a rebuild."""
+
+
+@dataclass(frozen=True)
+class _SceneModels:
+    """What a :class:`PredictionEngine` builds for one scene, at start and again when an
+    object's patches change (see the engine's attributes of the same names)."""
+
+    scene: Scene
+    fine_model: FineModel
+    projector: FeasibilityProjector
+    coarse: dict[str, Propagator]
+    unavailable_coarse: dict[str, str]
+    default_coarse: str
+    backend: FineBackend
+    fidelity: str
+    fine: FineBackend
+    fine_scheduler: FairFineScheduler
+    solvers: dict[str, PararealSolver]
+
+    @classmethod
+    def build(cls, scene: Scene, config: ModelConfig) -> _SceneModels:
+        """The models, backend and solvers for ``scene`` as ``config`` sets them up.
+
+        Raises:
+            _CoarseModelUnavailableError: the configured coarse model cannot predict ``scene``
+                (before the backend's workers are started).
+        """
+        fine_model = PredictionEngine.build_fine_model(scene, config)
+        projector = FeasibilityProjector(scene)
+        coarse, unavailable = _coarse_models(scene, config)
+        default_coarse = _coarse_name(config.coarse_model, coarse)
+        if default_coarse is None:
+            raise _CoarseModelUnavailableError(_unavailable_coarse(config.coarse_model, unavailable))
+        backend = make_backend(config.backend, fine_model, workers=config.workers, ray_address=config.ray_address)
+        # what the solvers run: the backend, managed when configured (the simulated world builds
+        # its own full-fidelity FineModel; only predictions are managed) ...
+        fidelity = resolve_fidelity(config.fidelity, len(scene.objects))
+        fine: FineBackend = ManagedFineBackend(backend, fine_model) if fidelity == "task_informed" else backend
+        # ... behind the fair scheduler: requests run concurrently and their fine batches take
+        # turns on the one backend.
+        fine_scheduler = FairFineScheduler(fine)
+        solvers = {
+            name: PararealSolver(coarse=model, fine=fine_scheduler, projector=projector)
+            for name, model in coarse.items()
+        }
+        return cls(scene=scene, fine_model=fine_model, projector=projector, coarse=coarse,
+                   unavailable_coarse=unavailable, default_coarse=default_coarse, backend=backend,
+                   fidelity=fidelity, fine=fine, fine_scheduler=fine_scheduler, solvers=solvers)
+
+
 class PredictionEngine:
     """Answers prediction requests for one scene on a persistent pool of MuJoCo workers; the one
     factory of the prediction stack (fine model, backend, coarse models, projector, solvers, all
@@ -146,7 +237,10 @@ class PredictionEngine:
         self.limits = limits if limits is not None else PredictionLimits()
         if latency_window < 1:
             raise ValueError(f"latency_window: expected >= 1, got {latency_window!r}")
-        self._build(scene, ValueError)
+        try:
+            self._use(_SceneModels.build(scene, self.config))
+        except _CoarseModelUnavailableError as error:  # a configuration this scene cannot use
+            raise ValueError(str(error)) from None
         self._lock = ModelAccessLock()  # predictions share the fine model; changing it is exclusive
         self._stats_lock = threading.Lock()
         self._requests = 0
@@ -154,34 +248,20 @@ class PredictionEngine:
         self._latencies: deque[float] = deque(maxlen=latency_window)
         self._iterations: deque[int] = deque(maxlen=latency_window)
 
-    def _build(self, scene: Scene, error: type[Exception]) -> None:
-        """The models, backend and solvers for ``scene`` (at start, and when an object's patches change)."""
-        self.scene = scene
-        self.layout = scene.layout
-        self.fine_model = self.build_fine_model(scene, self.config)
-        self.projector = FeasibilityProjector(scene)
-        # With the projection on, the solvers project every corrected state (ISRR Eq 9), so the
-        # coarse model need not resolve overlaps itself (that would double its cost).
-        resolve = not self.config.project
-        self._coarse = {"analytical": AnalyticalCoarseModel(scene, resolve_overlaps=resolve,
-                                                            rotation=self.config.analytical_rotation)}
-        self.unavailable_coarse: dict[str, str] = {}
-        self._load_learned(resolve)
-        self.default_coarse = self._resolve_coarse(self.config.coarse_model, "coarse_model", error)
-        self.backend = make_backend(self.config.backend, self.fine_model, workers=self.config.workers,
-                                    ray_address=self.config.ray_address)
-        # what the solvers run: the backend, managed when configured (the simulated world builds
-        # its own full-fidelity FineModel; only predictions are managed) ...
-        self.fidelity = resolve_fidelity(self.config.fidelity, len(scene.objects))
-        self.fine: FineBackend = (ManagedFineBackend(self.backend, self.fine_model)
-                                  if self.fidelity == "task_informed" else self.backend)
-        # ... behind the fair scheduler: requests run concurrently and their fine batches take
-        # turns on the one backend.
-        self.fine_scheduler = FairFineScheduler(self.fine)
-        self._solvers = {
-            name: PararealSolver(coarse=model, fine=self.fine_scheduler, projector=self.projector)
-            for name, model in self._coarse.items()
-        }
+    def _use(self, models: _SceneModels) -> None:
+        """Predict with ``models`` from now on (the object variants start afresh with its fine model)."""
+        self.scene = models.scene
+        self.layout = models.scene.layout
+        self.fine_model = models.fine_model
+        self.projector = models.projector
+        self._coarse = models.coarse
+        self.unavailable_coarse = models.unavailable_coarse
+        self.default_coarse = models.default_coarse
+        self.backend = models.backend
+        self.fidelity = models.fidelity
+        self.fine = models.fine
+        self.fine_scheduler = models.fine_scheduler
+        self._solvers = models.solvers
         self._object_variants: dict[int, ObjectModelVariants] = {}
 
     @staticmethod
@@ -189,28 +269,6 @@ class PredictionEngine:
         """The fine MuJoCo model of ``scene`` as ``config`` sets it up (also what the
         identification node searches with, so that its results apply here)."""
         return FineModel(scene, config.fine)
-
-    def _load_learned(self, resolve_overlaps: bool) -> None:
-        try:
-            from parapush.learning.coarse_learned import LearnedCoarseModel
-        except ImportError as error:
-            self.unavailable_coarse["learned"] = f"the learned model cannot be imported ({error})"
-            return
-        try:
-            self._coarse["learned"] = LearnedCoarseModel(
-                self.scene, weights_path=self.config.learned_weights, resolve_overlaps=resolve_overlaps,
-                fine_settings=self.config.fine,
-            )
-        except (ValueError, OSError) as error:
-            self.unavailable_coarse["learned"] = str(error)
-
-    def _resolve_coarse(self, name: str, field_name: str, error: type[Exception]) -> str:
-        """The coarse model ``name`` stands for (``auto`` resolved), or ``error`` if unavailable."""
-        if name == "auto":
-            return "learned" if "learned" in self._coarse else "analytical"
-        if name not in self._coarse:
-            raise error(f"{field_name}: {name!r} is unavailable here: {self.unavailable_coarse.get(name, 'unknown')}")
-        return name
 
     @property
     def coarse_models(self) -> tuple[str, ...]:
@@ -258,15 +316,20 @@ class PredictionEngine:
         return previous
 
     def _rebuild(self, scene: Scene) -> None:
-        """Swap in models for ``scene``; the old ones are closed, or kept when the new ones fail."""
-        old = dict(vars(self))
+        """Swap in models for ``scene`` and close the old ones; when the new ones cannot be
+        built, the old ones stay in use (nothing was swapped).
+
+        Raises:
+            PredictionError: the configured coarse model cannot predict ``scene``.
+        """
         try:
-            self._build(scene, PredictionError)
-        except BaseException:
-            vars(self).update(old)
-            raise
-        old["fine_scheduler"].close()
-        old["backend"].close()
+            models = _SceneModels.build(scene, self.config)
+        except _CoarseModelUnavailableError as error:
+            raise PredictionError(str(error)) from None
+        retired_scheduler, retired_backend = self.fine_scheduler, self.backend
+        self._use(models)
+        retired_scheduler.close()
+        retired_backend.close()
 
     def _variants(self, object_name: str) -> ObjectModelVariants:
         try:
@@ -307,7 +370,9 @@ class PredictionEngine:
         with self._lock.shared():
             coarse = self.default_coarse
             if request.coarse_model is not None:
-                coarse = self._resolve_coarse(request.coarse_model, "coarse_model", RequestError)
+                coarse = _coarse_name(request.coarse_model, self._coarse)
+                if coarse is None:
+                    raise RequestError(_unavailable_coarse(request.coarse_model, self.unavailable_coarse))
             initial = request.initial_state
             projected = self.projector.project(initial[None])[0]
             moved = float(np.max(np.abs(projected - initial)))

@@ -49,7 +49,6 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -66,7 +65,7 @@ from parapush.planning.predictive_model import PredictiveModel, check_trajectori
 from parapush.prediction.config import COARSE_MODELS
 from parapush.scene import Scene, StateLayout
 from parapush.scene.state import wrap_angle
-from parapush.validation import check_fields, check_integer, check_non_negative
+from parapush.settings import check_settings, setting
 
 __all__ = [
     "COARSE_CHOICES",
@@ -107,24 +106,23 @@ class MultiFidelitySettings:
             coarse prediction counts as moved.
     """
 
-    elites: int = 4
-    rounds: int = 2
-    refine_iterations: int = 4
-    mismatch_tolerance: float = 0.2
-    min_elite_distance: float = 1e-3
-    corrected_controls: int | None = None
-    contact_corrected_controls: int | None = 0
-    contact_displacement: float = 0.005
+    elites: int = setting(4, "E, sequences corrected per round", minimum=1)
+    rounds: int = setting(2, "most correction rounds per re-plan (1: no refinement)", minimum=1)
+    refine_iterations: int = setting(4, "coarse optimizer iterations of every round after the first", minimum=1)
+    mismatch_tolerance: float = setting(0.2, "relative corrected-coarse cost mismatch of the chosen plan above "
+                                        "which another round runs", minimum=0.0)
+    min_elite_distance: float = setting(1e-3, "elites differ by more than this in at least one control", unit="m/s",
+                                        minimum=0.0)
+    corrected_controls: int | None = setting(None, "leading controls of an elite the corrector predicts", kind=int,
+                                             minimum=1, none="all", ros_none=0)
+    contact_corrected_controls: int | None = setting(0, "controls the corrector predicts for an elite moving two "
+                                                     "or more objects (0: no deeper correction)", kind=int,
+                                                     minimum=0, none="all", ros_none=-1)
+    contact_displacement: float = setting(0.005, "an object whose centre moves more than this over an elite's "
+                                          "coarse prediction counts as moved", unit="m", minimum=0.0)
 
     def __post_init__(self) -> None:
-        for name, minimum in (("corrected_controls", 1), ("contact_corrected_controls", 0)):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum
-            ):
-                raise ValueError(f"{name}: expected an integer >= {minimum} or None, got {value!r}")
-        check_fields(self, partial(check_integer, minimum=1), "elites", "rounds", "refine_iterations")
-        check_fields(self, check_non_negative, "mismatch_tolerance", "min_elite_distance", "contact_displacement")
+        check_settings(self)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parapush.execution.control_intake import ControlsRefused
+from parapush.execution.control_refusal import ControlsRefused
 from parapush.execution.control_source import (
     UNKNOWN_NODE_NAME,
     ControlPublishers,

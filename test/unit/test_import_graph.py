@@ -2,7 +2,8 @@
 no ROS in the core.
 
 Edges are the module-level imports of each file under ``src/parapush`` (imports inside
-functions and under ``if TYPE_CHECKING:`` do not run at import time and are left out). A
+functions and under ``if TYPE_CHECKING:`` do not run at import time and are left out; the
+latter must not close a cycle either, or the type is in the wrong module). A
 folder is a subpackage of ``parapush`` (``parapush.planning``, with everything below it);
 folders (and the top-level modules, ``parapush.settings``) form layers, so one folder importing
 another that imports it back is a cycle too.
@@ -27,8 +28,9 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
-def imported_names(path: Path, module: str) -> set[str]:
-    """Dotted names imported at module level (both ``a.b`` and ``a.b.name`` for ``from a.b import name``)."""
+def imported_names(path: Path, module: str, *, type_checking: bool = False) -> set[str]:
+    """Dotted names imported at module level (both ``a.b`` and ``a.b.name`` for ``from a.b import name``);
+    ``type_checking``: also those under ``if TYPE_CHECKING:``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names: set[str] = set()
 
@@ -43,7 +45,7 @@ def imported_names(path: Path, module: str) -> set[str]:
                     base = ".".join([*parent, *([node.module] if node.module else [])])
                 names.add(base)
                 names.update(f"{base}.{alias.name}" for alias in node.names)
-            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.dump(node.test):
+            elif isinstance(node, ast.If) and (type_checking or "TYPE_CHECKING" not in ast.dump(node.test)):
                 visit(node.body)
                 visit(node.orelse)
             elif isinstance(node, ast.Try):
@@ -55,11 +57,33 @@ def imported_names(path: Path, module: str) -> set[str]:
     return names
 
 
-def module_graph() -> dict[str, set[str]]:
-    """Each module of ``parapush`` -> the modules of ``parapush`` it imports at module level."""
+def module_graph(*, type_checking: bool = False) -> dict[str, set[str]]:
+    """Each module of ``parapush`` -> the modules of ``parapush`` it imports at module level
+    (``type_checking``: and under ``if TYPE_CHECKING:``)."""
     modules = module_files()
-    return {module: {name for name in imported_names(path, module) if name in modules and name != module}
+    return {module: {name for name in imported_names(path, module, type_checking=type_checking)
+                     if name in modules and name != module}
             for module, path in modules.items()}
+
+
+def module_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Import cycles found by a depth-first walk, each as the modules along it back to its first."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles: list[list[str]] = []
+
+    def walk(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target):], target])
+            elif target not in state:
+                walk(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module, [module])
+    return cycles
 
 
 def folder_of(module: str) -> str | None:
@@ -131,23 +155,15 @@ def folder_cycles(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_import_cycle_in_the_core_library():
-    graph = module_graph()
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    cycles: list[list[str]] = []
-
-    def walk(module: str, path: list[str]) -> None:
-        state[module] = 1
-        for target in sorted(graph[module]):
-            if state.get(target) == 1:
-                cycles.append([*path[path.index(target):], target])
-            elif target not in state:
-                walk(target, [*path, target])
-        state[module] = 2
-
-    for module in sorted(graph):
-        if module not in state:
-            walk(module, [module])
+    cycles = module_cycles(module_graph())
     assert not cycles, f"import cycles: {cycles}"
+
+
+def test_no_cycle_hidden_behind_type_checking():
+    """An ``if TYPE_CHECKING:`` import is for annotations, never to get around a cycle: the
+    type belongs where both modules can import it."""
+    cycles = module_cycles(module_graph(type_checking=True))
+    assert not cycles, f"import cycles through `if TYPE_CHECKING:` imports: {cycles}"
 
 
 def test_no_import_cycle_between_the_core_folders():

@@ -1,5 +1,6 @@
-"""Checks of what reaches the executor: a control sequence (refused with a reason, or its
-controls and start time) and the time a pusher estimate was measured at (ROS-free).
+"""Checks of what reaches the executor: a control sequence (refused with a reason,
+:class:`~parapush.execution.control_refusal.ControlsRefused`, or its controls and start time)
+and the time a pusher estimate was measured at (ROS-free).
 
 Times: the executor runs on ``time.monotonic()``; messages are stamped on the ROS clock. A
 stamp is converted with the two clocks' readings taken at receipt.
@@ -9,26 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from parapush.execution.commands import PlanarControl
-
-if TYPE_CHECKING:  # execution_settings imports control_source, which imports this module
-    from parapush.execution.execution_settings import ExecutionSettings
-
-
-class ControlsRefused(Exception):  # noqa: N818 - a refusal, not an error of this program
-    """A control sequence the executor refuses.
-
-    Attributes:
-        reason: stable machine-readable reason (counted in diagnostics as ``refused.<reason>``).
-        message: what is wrong, for the log.
-    """
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
+from parapush.execution.control_refusal import ControlsRefused
+from parapush.execution.execution_settings import ExecutionSettings
 
 
 def check_controls(
@@ -108,4 +93,4 @@ def measurement_time(*, stamp_s: float, ros_now_s: float, monotonic_now_s: float
     return measured
 
 
-__all__ = ["ControlsRefused", "check_controls", "measurement_time"]
+__all__ = ["check_controls", "measurement_time"]

@@ -19,7 +19,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 
-from parapush.execution.control_intake import ControlsRefused
+from parapush.execution.control_refusal import ControlsRefused
 
 _NAME_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: The name the ROS graph gives an endpoint whose node it has not learnt yet (rmw_dds_common:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from parapush.execution.command_stream import StreamPhase
 from parapush.execution.commands import PlanarControl, TwistCommand
-from parapush.execution.control_intake import ControlsRefused
+from parapush.execution.control_refusal import ControlsRefused
 from parapush.execution.executor_diagnostics import ExecutorCounters, executor_report
 from parapush.execution.pusher_following import FollowingSettings, PusherFollowingCheck
 from parapush.execution.safety import SafetyReason

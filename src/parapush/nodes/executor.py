@@ -99,7 +99,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 
 from parapush.execution.commands import TwistCommand
-from parapush.execution.control_intake import ControlsRefused, check_controls, measurement_time
+from parapush.execution.control_intake import check_controls, measurement_time
+from parapush.execution.control_refusal import ControlsRefused
 from parapush.execution.control_source import ControlPublishers, resolve_node_name
 from parapush.execution.execution_settings import ExecutionSettings
 from parapush.execution.executor_control import ExecutorControl

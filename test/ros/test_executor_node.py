@@ -117,17 +117,23 @@ def test_a_control_streams_base_frame_twists_at_the_rate_for_its_duration_then_z
     assert [twist.is_zero for twist in rest[-3:]] == [True] * 3 and len(rest) <= 4
     assert all(twist.speed <= 1e-12 for twist in rest)
     assert all(twist.speed > 1e-12 for twist in twists[first:last + 1])
-    # Rate: command stamps during the motion.
+    # Rate, in the commands' own clock: count the commands between the first and the last stamp
+    # of the motion, against the ticks of the 10 ms grid in that span.
     stamps = [twist.stamp for twist in twists[first:last + 2]]
     intervals = np.diff(stamps)
     median = statistics.median(intervals)
-    mean_rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-    print(f"\n[rate] median interval {median * 1e3:.2f} ms, mean rate {mean_rate:.1f} Hz "
-          f"(configured {RATE_HZ} Hz), max interval {max(intervals) * 1e3:.1f} ms")
-    # The schedule is exact (below); the rate depends on the machine: on the shared 2-core test
-    # machine late ticks are skipped (kept on the 10 ms grid), so allow up to half the ticks lost.
-    assert median <= 2.0 * PERIOD + 1e-3
-    assert mean_rate > 0.5 * RATE_HZ
+    ticks = (stamps[-1] - stamps[0]) / PERIOD
+    sent = len(stamps) - 1
+    print(f"\n[rate] {sent} commands in {ticks:.1f} ticks of the {RATE_HZ} Hz grid, median interval "
+          f"{median * 1e3:.2f} ms, max interval {max(intervals) * 1e3:.1f} ms")
+    # Never faster than the grid (a late tick is not made up, whatever the load; the stamps are
+    # taken at publication, the first right after receipt, so one stamp may be up to JITTER off) ...
+    assert sent <= ticks + 1 + JITTER / PERIOD, f"{sent} commands in {ticks:.1f} ticks: faster than {RATE_HZ} Hz"
+    # ... and slower only by a generous bound for a loaded machine: on the shared 2-core test
+    # machine late ticks are skipped (kept on the grid), so up to half of them may be lost (a
+    # stalled stream fails undisturbed()'s 50 ms gap and the plateau's 10 commands first).
+    assert sent >= 0.5 * ticks, f"generous bound for a loaded machine: {sent} commands in {ticks:.1f} ticks"
+    assert median <= 2.0 * PERIOD + 1e-3, f"generous bound for a loaded machine: median {median * 1e3:.1f} ms"
     # Duration: full speed from the end of the ramp-up to the end of the control; the first
     # command comes right after receipt. The ramps change the speed by 1 m/s^2 x 10 ms per
     # command (the acceleration limit): up 0.01, 0.02, ... and down ..., 0.02, 0.01, then 0.

@@ -132,7 +132,10 @@ def test_moving_scene_is_estimated_within_1_mm_and_5_mm_per_s(streaming):
     # OK when no body is stale (a stall of the simulated stream on a loaded machine is a WARN).
     status = topics.latest_stream_status(after=len(topics.diagnostics), where=lambda v: not v["stale_bodies"])
     assert status["level"] == 0, status
-    assert float(status["update_rate_hz"]) > 0.25 * RATE_HZ, status
+    # The rate over the diagnostics' 1 s window of receive times (a wall-clock window: frames
+    # queued in a stall arrive in a burst, so no exact upper bound), below the stream's 120 Hz
+    # only by a generous bound for a loaded machine (a quarter); a stalled stream reports 0.
+    assert float(status["update_rate_hz"]) > 0.25 * RATE_HZ, f"generous bound for a loaded machine: {status}"
     assert status["malformed_packets"] == "0" and status["frames_lost"] == "0"
     assert status["unknown_ids"] == "" and status["stale_bodies"] == ""
     assert status["rigid_body_ids"] == "pusher=1,target=2,clutter_a=3,clutter_b=4,clutter_c=5"

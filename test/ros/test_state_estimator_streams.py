@@ -151,17 +151,29 @@ def test_multicast_stream_with_timer_publication(tmp_path, ros_context, spinning
         time.sleep(0.5)
         offset = ros_minus_monotonic()
         before = len(topics.snapshot())
+        sent_before, delivered_before = server.stats().datagrams_sent, node.client.stats().frames_delivered
         time.sleep(1.5)
         messages = topics.snapshot()[before:]
+        sent = server.stats().datagrams_sent - sent_before
+        stats = node.client.stats()
+        delivered = stats.frames_delivered - delivered_before
         valid = [m for m in messages if all_valid(m)]
         errors = pose_errors(valid, scene, offset)
-        print(f"\nmulticast, 50 Hz timer: {len(messages)} states in 1.5 s; {errors.describe()}")
-        # 75 expected; never more (the timer, not the 120 Hz stream); fewer on a loaded machine.
-        assert 15 <= len(messages) <= 75 + 3
+        print(f"\nmulticast, 50 Hz timer: {len(messages)} states in 1.5 s; the server sent {sent} frames, the "
+              f"client delivered {delivered}; {errors.describe()}")
+        # 75 expected; never more (the timer, not the 120 Hz stream: a loaded machine only sends
+        # and publishes fewer; 3 in flight at the ends) ...
+        assert len(messages) <= 75 + 3
+        # ... fewer only by a generous bound for a loaded machine (a fifth of them)
+        assert len(messages) >= 15, f"generous bound for a loaded machine: {len(messages)} states in 1.5 s"
         assert len(valid) >= 0.8 * len(messages)
         assert errors.position_rms < 1e-3 and errors.speed_rms < 5e-3, errors.describe()
-        stats = node.client.stats()
-        assert stats.keepalives_sent == 0 and stats.frames_delivered > 1.0 * RATE_HZ
+        # The stream counted against the frames the server says it sent (not per wall second):
+        # every one reached the client over multicast (2 in flight at either end) ...
+        assert abs(delivered - sent) <= 2 and stats.frames_lost == 0, (delivered, sent, stats)
+        # ... and a stalled stream fails a generous bound for a loaded machine (a tenth of 1.5 s at 120 Hz)
+        assert sent >= 0.1 * 1.5 * RATE_HZ, f"generous bound for a loaded machine: {sent} frames sent in 1.5 s"
+        assert stats.keepalives_sent == 0
         assert server.stats().clients == ()  # nothing streamed by unicast
         assert stream_status(node)["mode"] == "multicast"
     finally:

@@ -196,6 +196,21 @@ def test_preset_fields_are_validated() -> None:
         PlannerPreset(name="x", loop="sequential", model="fine", coarse="auto")
     with pytest.raises(ValueError, match="optimizer_overrides"):
         PlannerPreset(name="x", loop="sequential", model="fine", optimizer_overrides={"sample": 3})
+    for refused in (0, 65, 1.0):  # K = 0 is the coarse model, named model="coarse"; at most ModelConfig's 64
+        with pytest.raises(ValueError, match="^parareal_iterations: expected an integer >= 1 and <= 64"):
+            PlannerPreset(name="x", loop="sequential", model="parareal", parareal_iterations=refused)
+
+
+def test_a_parareal_preset_takes_the_model_files_k_unless_it_sets_its_own() -> None:
+    from parapush.prediction import ModelConfig
+
+    model = ModelConfig(iterations=3)
+    parareal = PlannerPreset(name="x", loop="sequential", model="parareal")
+    assert parareal.corrector_config(model) == dataclasses.replace(model, name="parareal")
+    assert parareal.corrector_config(ModelConfig()).iterations == ModelConfig().iterations
+    assert dataclasses.replace(parareal, parareal_iterations=2).corrector_config(model).iterations == 2
+    fine = PlannerPreset(name="x", loop="sequential", model="fine", parareal_iterations=2)
+    assert fine.corrector_config(model) == dataclasses.replace(model, name="fine")
 
 
 def test_partial_correction_uses_the_corrector_for_the_leading_controls_and_the_coarse_model_after() -> None:

@@ -34,6 +34,8 @@ from parapush.parareal.solver import MODELS
 from parapush.planning.multifidelity import COARSE_CHOICES, MultiFidelitySettings
 from parapush.planning.optimizer import OptimizerSettings
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop, PipelineSettings
+from parapush.prediction.config import MAX_ITERATIONS
+from parapush.settings import check_settings, setting
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "BuiltPlanner", "PlannerPreset", "planner_preset"]
 
@@ -53,7 +55,9 @@ class PlannerPreset:
             presets': ``config/model.yaml``'s ``name`` and ``iterations``, the model the MPC node's
             predictor serves), or ``"fine"`` / ``"parareal"`` (with ``parareal_iterations``) /
             ``"coarse"`` (single fidelity only) whatever the model file says.
-        parareal_iterations: K for ``model="parareal"``.
+        parareal_iterations: K for ``model="parareal"``, 1 <= K <= ``MAX_ITERATIONS``; None: the
+            model file's ``model.iterations`` (:class:`~parapush.prediction.ModelConfig`, where K's
+            default and meaning are declared).
         coarse: None for the single-fidelity optimizer; else the multi-fidelity planner's
             coarse model, one of :data:`~parapush.planning.multifidelity.COARSE_CHOICES`.
         coarse_resolves_overlaps: whether the coarse model projects its predictions out of
@@ -67,7 +71,11 @@ class PlannerPreset:
     name: str
     loop: str
     model: str | None = None
-    parareal_iterations: int = 1
+    # K >= 1, not ModelConfig.iterations' K >= 0: a preset names a corrector, and Parareal with
+    # K = 0 is the coarse model alone (no correction), which a preset names as model="coarse".
+    parareal_iterations: int | None = setting(None, "Parareal K of a preset with model parareal", kind=int, minimum=1,
+                                              maximum=MAX_ITERATIONS, none="the model file's model.iterations",
+                                              ros_none=0)
     coarse: str | None = None
     coarse_resolves_overlaps: bool = True
     multifidelity: MultiFidelitySettings | None = None
@@ -82,10 +90,7 @@ class PlannerPreset:
             raise ValueError(f"loop: expected one of {LOOPS}, got {self.loop!r}")
         if self.model is not None and self.model not in LOOP_MODELS:
             raise ValueError(f"model: expected None or one of {LOOP_MODELS}, got {self.model!r}")
-        if isinstance(self.parareal_iterations, bool) or not isinstance(self.parareal_iterations, int) or (
-            self.parareal_iterations < 1
-        ):
-            raise ValueError(f"parareal_iterations: expected an integer >= 1, got {self.parareal_iterations!r}")
+        check_settings(self)
         if self.coarse is not None and self.model is not None and self.model not in CORRECTORS:
             raise ValueError(f"model: the multi-fidelity planner's corrector must be one of {CORRECTORS}, "
                              f"got {self.model!r}")
@@ -124,7 +129,9 @@ class PlannerPreset:
         settings) is the file's."""
         if self.model is None:
             return model
-        iterations = self.parareal_iterations if self.model == "parareal" else model.iterations
+        iterations = model.iterations
+        if self.model == "parareal" and self.parareal_iterations is not None:
+            iterations = self.parareal_iterations
         return dataclasses.replace(model, name=self.model, iterations=iterations)
 
 

@@ -119,16 +119,18 @@ class BeliefSettings:
 
     Attributes:
         position_noise: sigma_xy, m: the spread of an observed position around the fine
-            model's prediction after one control (push noise, tracking and model error).
+            model's prediction after one control (push noise, tracking and model error). The
+            default is the simulated world's push noise (~8 mm / 4 deg per 15 cm push,
+            ``bench/sim_push_noise.py``) scaled to one 10 cm control: 5 mm / 0.05 rad.
         yaw_noise: sigma_yaw, rad: the same for the yaw.
         min_motion: m; a control that moved the object less than this (observed) is not used:
             every hypothesis predicts the same rest, so it carries no information.
         seed: seed of the representatives' standard-normal draws.
     """
 
-    position_noise: float = setting(0.006, "observed position's spread around the fine model's prediction after "
+    position_noise: float = setting(0.005, "observed position's spread around the fine model's prediction after "
                                            "one control (push noise, tracking, model error)", unit="m", above=0.0)
-    yaw_noise: float = setting(0.08, "observed yaw's spread around the fine model's prediction after one control",
+    yaw_noise: float = setting(0.05, "observed yaw's spread around the fine model's prediction after one control",
                                unit="rad", above=0.0)
     min_motion: float = setting(0.001, "controls that moved the object less than this are not used", unit="m",
                                 minimum=0.0)

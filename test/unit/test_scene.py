@@ -102,6 +102,23 @@ def test_compose_round_trips_and_checks_shapes():
         StateLayout(0)
 
 
+@pytest.mark.parametrize("count", [1, 2, 3, 8])
+def test_state_layout_from_dimension_is_the_layout_of_that_length(count):
+    assert StateLayout.from_dimension(4 + 6 * count) == StateLayout(count)
+    assert StateLayout.from_dimension(np.zeros((5, 4 + 6 * count)).shape[-1]).object_count == count
+    assert StateLayout.from_dimension(np.int64(4 + 6 * count)).object_count == count
+    assert type(StateLayout.from_dimension(np.int64(4 + 6 * count)).object_count) is int
+
+
+@pytest.mark.parametrize("dimension", [4, 9, 11, 15, 17, 0, -2, 16.0, "16", True, None])
+def test_state_layout_from_dimension_refuses_other_lengths(dimension):
+    with pytest.raises(ValueError) as error:
+        StateLayout.from_dimension(dimension)
+    assert str(error.value) == (
+        f"dimension: expected a state length 4 + 6 n for n >= 1 objects (10, 16, 22, ...), got {dimension!r}"
+    )
+
+
 def test_wrap_angle():
     np.testing.assert_allclose(wrap_angle(np.array([np.pi, -np.pi, 3 * np.pi / 2, 0.5])),
                                [-np.pi, -np.pi, -np.pi / 2, 0.5])

@@ -215,7 +215,7 @@ def select_elites(controls: np.ndarray, costs: np.ndarray, count: int, min_dista
 def _wrap_yaw_jumps(jumps: np.ndarray) -> np.ndarray:
     """``jumps`` (..., D) with the object yaw components wrapped to [-pi, pi)."""
     jumps = jumps.copy()
-    yaws = StateLayout((jumps.shape[-1] - 4) // 6).yaw_indices
+    yaws = StateLayout.from_dimension(jumps.shape[-1]).yaw_indices
     jumps[..., yaws] = wrap_angle(jumps[..., yaws])
     return jumps
 
@@ -587,7 +587,7 @@ def _evaluate(trajectories: np.ndarray, controls: np.ndarray, cost: TrajectoryCo
 def _moved_objects(trajectories: np.ndarray, displacement: float) -> np.ndarray:
     """(E,) how many objects of each trajectory (E, N+1, D) get farther than ``displacement``
     (m) from where they started at some state (non-finite states count as not moved)."""
-    layout = StateLayout((trajectories.shape[-1] - 4) // 6)
+    layout = StateLayout.from_dimension(trajectories.shape[-1])
     centres = layout.poses(trajectories)[..., :2]  # (E, N+1, n, 2)
     moved = np.linalg.norm(centres - centres[:, :1], axis=-1) > displacement  # NaN compares False
     return np.count_nonzero(np.any(moved, axis=1), axis=1)

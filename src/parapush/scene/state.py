@@ -33,6 +33,21 @@ class StateLayout:
         if not isinstance(self.object_count, (int, np.integer)) or self.object_count < 1:
             raise ValueError(f"object_count: expected an integer >= 1, got {self.object_count!r}")
 
+    @classmethod
+    def from_dimension(cls, dimension: int) -> StateLayout:
+        """The layout of state vectors of length ``dimension`` (D = 4 + 6 n for n objects),
+        e.g. ``StateLayout.from_dimension(states.shape[-1])``.
+
+        Raises:
+            ValueError: naming ``dimension`` unless it is an integer 4 + 6 n with n >= 1.
+        """
+        if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)) \
+                or dimension < 10 or (dimension - 4) % 6 != 0:
+            raise ValueError(
+                f"dimension: expected a state length 4 + 6 n for n >= 1 objects (10, 16, 22, ...), got {dimension!r}"
+            )
+        return cls(int(dimension - 4) // 6)
+
     @property
     def dimension(self) -> int:
         """Length of a state vector: 4 + 6 n."""

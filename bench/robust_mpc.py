@@ -52,7 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from parapush.identification.online_identification import OnlineIdentification, ParameterHypotheses
+from parapush.identification import ObjectIdentifier
+from parapush.identification.online_identification import OnlineIdentification
 from parapush.identification.parameter_belief import BeliefSettings, ParameterBelief, ParameterSpread
 from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters
 from parapush.physics.fine import FineModel
@@ -137,16 +138,16 @@ def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, s
     world = TransitionRecorder(VirtualClockWorld(SimWorldPhysics(sim)))
     target = target_index(scene)
     built = build_planner(scene, sources, seed=seed)
-    belief = hypotheses = None
+    belief = identifier = None
     spreads: list[list[float]] = []
     estimates: list[list[float]] = []
     with built:
         if samples > 1:
-            hypotheses = ParameterHypotheses(FineModel(scene, built.model_config.fine), target)
+            identifier = ObjectIdentifier(FineModel(scene, built.model_config.fine), target)
             belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, target), ParameterSpread(),
                                                  BeliefSettings(seed=seed))
-            online = OnlineIdentification(hypotheses, belief)
-            built.planner.robust = RobustScoring(hypotheses, belief, RobustSettings(samples=samples, risk=risk))
+            online = OnlineIdentification(identifier, belief)
+            built.planner.robust = RobustScoring(identifier, belief, RobustSettings(samples=samples, risk=risk))
             spreads.append(belief.spread().tolist())
             estimates.append(belief.estimate().tolist())
 
@@ -163,8 +164,8 @@ def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, s
         try:
             result = built.loop.run(world, max_controls=sources.planner.mpc.max_controls)
         finally:
-            if hypotheses is not None:
-                hypotheses.close()
+            if identifier is not None:
+                identifier.close()
     others = [index for index in range(len(scene.objects)) if index != target]
     disturbed = 0
     if result.states.shape[0] and others:

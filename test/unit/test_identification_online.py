@@ -1,4 +1,4 @@
-"""Fine-model predictions under parameter hypotheses, and the belief narrowed by observed controls."""
+"""Fine-model predictions under parameter identifier, and the belief narrowed by observed controls."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from parapush.identification.online_identification import OnlineIdentification, ParameterHypotheses
+from parapush.identification import ObjectIdentifier
+from parapush.identification.online_identification import OnlineIdentification
 from parapush.identification.parameter_belief import BeliefSettings, ParameterBelief, ParameterSpread
 from parapush.identification.parameters import ObjectParameters
 from parapush.physics.fine import FineModel
@@ -18,9 +19,9 @@ SCENE = "config/scenes/isrr_obstacle_1.yaml"
 
 
 @pytest.fixture(scope="module")
-def hypotheses():
+def identifier():
     scene = load_scene(SCENE)
-    with ParameterHypotheses(FineModel(scene, ModelConfig().fine), 0, workers=2) as made:
+    with ObjectIdentifier(FineModel(scene, ModelConfig().fine), 0, workers=2) as made:
         yield made
 
 
@@ -28,15 +29,15 @@ def start_state(scene) -> np.ndarray:
     return scene.layout.compose(np.asarray(scene.pusher.position), np.array([spec.pose for spec in scene.objects]))
 
 
-def test_rollouts_under_the_nominal_parameters_are_the_fine_model_s(hypotheses) -> None:
-    scene = hypotheses.fine_model.scene
+def test_rollouts_under_the_nominal_parameters_are_the_fine_model_s(identifier) -> None:
+    scene = identifier.fine_model.scene
     state = start_state(scene)
     controls = np.array([[[-0.08, -0.03], [-0.08, -0.03]], [[-0.06, -0.05], [0.0, -0.08]]])  # (S = 2, k = 2, 2)
     nominal = ObjectParameters.from_scene(scene, 0).as_vector()
     heavier = nominal * np.array([1.5, 1.0, 1.0, 1.0, 1.0]) + np.array([0.0, 0.0, 0.0, 0.0, 0.015])
-    rolled = hypotheses.rollouts(state, controls, np.ones(2), np.stack([nominal, heavier]))
+    rolled = identifier.rollouts(state, controls, np.ones(2), np.stack([nominal, heavier]))
     assert rolled.shape == (2, 2, 3, scene.layout.dimension)
-    fine = hypotheses.fine_model
+    fine = identifier.fine_model
     for sequence in range(2):
         expected = state
         for step in range(2):
@@ -45,16 +46,16 @@ def test_rollouts_under_the_nominal_parameters_are_the_fine_model_s(hypotheses) 
     pose = scene.layout.object_pose(0)
     assert np.max(np.abs(rolled[1, :, -1, pose] - rolled[0, :, -1, pose])) > 1e-3  # the other model differs
     with pytest.raises(ValueError, match="vectors"):
-        hypotheses.propagate(state[None], controls[:1, 0], np.ones(1), np.ones((2, 5)))
+        identifier.propagate(state[None], controls[:1, 0], np.ones(1), np.ones((2, 5)))
 
 
-def test_three_observed_controls_halve_the_centre_of_mass_spread_and_move_it_towards_the_truth(hypotheses) -> None:
-    scene = hypotheses.fine_model.scene
+def test_three_observed_controls_halve_the_centre_of_mass_spread_and_move_it_towards_the_truth(identifier) -> None:
+    scene = identifier.fine_model.scene
     nominal = ObjectParameters.from_scene(scene, 0)
     truth = dataclasses.replace(nominal, mass=0.65, support_friction=0.8, com_offset=(0.01, -0.01))
     belief = ParameterBelief.from_spread(nominal, ParameterSpread(), BeliefSettings(position_noise=0.003,
                                                                                      yaw_noise=0.03))
-    online = OnlineIdentification(hypotheses, belief)
+    online = OnlineIdentification(identifier, belief)
     initial_spread, initial_error = belief.spread(), np.abs(belief.estimate() - truth.as_vector())
     state = start_state(scene)
     push = state[2:4] - state[:2]
@@ -62,7 +63,7 @@ def test_three_observed_controls_halve_the_centre_of_mass_spread_and_move_it_tow
     noise = np.random.default_rng(0)
     used = 0
     for _ in range(3):
-        after = hypotheses.propagate(state[None], control[None], np.ones(1), truth.as_vector()[None])[0]
+        after = identifier.propagate(state[None], control[None], np.ones(1), truth.as_vector()[None])[0]
         after[2:4] += noise.normal(0.0, 0.002, 2)  # observation noise below the belief's
         after[4] += noise.normal(0.0, 0.02)
         used += online.observe(state, control, 1.0, after)
@@ -72,10 +73,10 @@ def test_three_observed_controls_halve_the_centre_of_mass_spread_and_move_it_tow
     assert np.abs(belief.estimate()[3] - truth.com_offset[0]) < 0.6 * initial_error[3]
 
 
-def test_a_control_that_did_not_move_the_object_is_not_used(hypotheses) -> None:
-    scene = hypotheses.fine_model.scene
+def test_a_control_that_did_not_move_the_object_is_not_used(identifier) -> None:
+    scene = identifier.fine_model.scene
     belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, 0), ParameterSpread())
-    online = OnlineIdentification(hypotheses, belief)
+    online = OnlineIdentification(identifier, belief)
     state = start_state(scene)
     moved_pusher = state.copy()
     moved_pusher[:2] += (0.0, 0.05)

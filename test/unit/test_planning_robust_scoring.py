@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from test_planning_fixtures import glued_model, initial_state, tiny_scene
 
-from parapush.identification.online_identification import ParameterHypotheses
+from parapush.identification import ObjectIdentifier
 from parapush.identification.parameter_belief import ParameterBelief, ParameterSpread, to_coordinates
 from parapush.identification.parameters import ObjectParameters
 from parapush.physics.fine import FineModel
@@ -24,8 +24,8 @@ GOAL_ONLY = {"goal_distance": {"weight": 1.0}, "smoothness": {"weight": 0.1}}
 def setup():
     scene = tiny_scene()
     fine = FineModel(scene, ModelConfig().fine)
-    with ParameterHypotheses(fine, 0, workers=2) as hypotheses:
-        yield scene, fine, hypotheses
+    with ObjectIdentifier(fine, 0, workers=2) as identifier:
+        yield scene, fine, identifier
 
 
 def planner(scene, robust=None) -> MultiFidelityPlanner:
@@ -41,21 +41,21 @@ def plan(made: MultiFidelityPlanner, scene, fine):
 
 
 def test_one_model_is_the_nominal_planner(setup) -> None:
-    scene, fine, hypotheses = setup
+    scene, fine, identifier = setup
     belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, 0), ParameterSpread())
-    assert robust_scoring_for(RobustSettings(samples=1), hypotheses, belief) is None
+    assert robust_scoring_for(RobustSettings(samples=1), identifier, belief) is None
     assert robust_scoring_for(RobustSettings(samples=1), None, None) is None
     with pytest.raises(ValueError, match="samples"):
         robust_scoring_for(RobustSettings(samples=3), None, None)
 
 
 def test_models_that_all_equal_the_corrector_choose_the_nominal_plan_exactly(setup) -> None:
-    scene, fine, hypotheses = setup
+    scene, fine, identifier = setup
     nominal = ObjectParameters.from_scene(scene, 0)
     certain = ParameterBelief(to_coordinates(nominal.as_vector()), np.zeros((5, 5)))  # a point mass
     expected = plan(planner(scene), scene, fine)
     for kind in ("mean", "cvar", "worst"):
-        scoring = RobustScoring(hypotheses, certain, RobustSettings(samples=3, risk=RiskMeasure(kind)))
+        scoring = RobustScoring(identifier, certain, RobustSettings(samples=3, risk=RiskMeasure(kind)))
         robust = plan(planner(scene, scoring), scene, fine)
         np.testing.assert_array_equal(robust.controls, expected.controls)
         np.testing.assert_array_equal(robust.trajectory, expected.trajectory)
@@ -63,9 +63,9 @@ def test_models_that_all_equal_the_corrector_choose_the_nominal_plan_exactly(set
 
 
 def test_elites_are_scored_under_every_model_and_ranked_by_the_risk(setup) -> None:
-    scene, fine, hypotheses = setup
+    scene, fine, identifier = setup
     belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, 0), ParameterSpread(com_offset=0.02))
-    scoring = RobustScoring(hypotheses, belief, RobustSettings(samples=4, risk=RiskMeasure("worst")))
+    scoring = RobustScoring(identifier, belief, RobustSettings(samples=4, risk=RiskMeasure("worst")))
     made = planner(scene, scoring)
     result = plan(made, scene, fine)
     cost = CostFunction.from_config(scene, GOAL_ONLY)
@@ -80,11 +80,11 @@ def test_elites_are_scored_under_every_model_and_ranked_by_the_risk(setup) -> No
 
 
 def test_robust_settings_are_validated_with_the_field_name(setup) -> None:
-    scene, _, hypotheses = setup
+    scene, _, identifier = setup
     belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, 0), ParameterSpread())
     with pytest.raises(ValueError, match="samples"):
         RobustSettings(samples=0)
     with pytest.raises(TypeError, match="risk"):
         RobustSettings(samples=2, risk="cvar")
     with pytest.raises(ValueError, match="samples"):
-        RobustScoring(hypotheses, belief, RobustSettings(samples=1))
+        RobustScoring(identifier, belief, RobustSettings(samples=1))

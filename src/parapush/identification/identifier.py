@@ -216,15 +216,67 @@ class ObjectIdentifier:
         starts, targets, controls, durations = steps
         vectors = np.atleast_2d(np.asarray(vectors, dtype=float))
         slices = starts.shape[0]
-        models = [model for model in self.variants.make_many(vectors) for _ in range(slices)]
         count = vectors.shape[0]
-        predicted = self._backend.propagate(
-            np.tile(starts, (count, 1)), np.tile(controls, (count, 1)), np.tile(durations, count), models=models
+        predicted = self.propagate(
+            np.tile(starts, (count, 1)), np.tile(controls, (count, 1)), np.tile(durations, count),
+            np.repeat(vectors, slices, axis=0),
         ).reshape(count, slices, -1)
         pose = predicted[..., self._pose] - targets[None, :, self._pose]
         error = np.hypot(pose[..., 0], pose[..., 1]) + angle_weight * np.abs(wrap_angle(pose[..., 2]))
         mean = error.mean(axis=1)
         return np.where(np.isfinite(mean), mean, np.inf)
+
+    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray,
+                  vectors: np.ndarray) -> np.ndarray:
+        """One control per row under that row's parameters (one batched fine-model call).
+
+        Args:
+            states: (R, D) start states.
+            controls: (R, 2) m/s.
+            durations: (R,) s.
+            vectors: (R, 5) parameter vectors (order of ``PARAMETER_NAMES``).
+        Returns:
+            (R, D) the states after the controls (NaN rows where the simulation failed).
+        """
+        vectors = np.asarray(vectors, dtype=float)
+        states = np.asarray(states, dtype=float)
+        if vectors.ndim != 2 or vectors.shape[1] != len(PARAMETER_NAMES) or vectors.shape[0] != states.shape[0]:
+            raise ValueError(f"vectors: expected shape ({states.shape[0]}, {len(PARAMETER_NAMES)}), "
+                             f"got {vectors.shape}")
+        distinct, row_model = np.unique(vectors, axis=0, return_inverse=True)  # one model copy per hypothesis
+        made = self.variants.make_many(distinct)
+        return self._backend.propagate(states, controls, durations, models=[made[i] for i in row_model.ravel()])
+
+    def rollouts(self, initial_state: np.ndarray, controls: np.ndarray, durations: np.ndarray,
+                 vectors: np.ndarray) -> np.ndarray:
+        """Every sequence under every parameter vector, from one initial state (a robust
+        planner's models: :mod:`parapush.planning.robust_scoring`).
+
+        Args:
+            initial_state: (D,).
+            controls: (S, k, 2) m/s, S sequences of k controls.
+            durations: (k,) s.
+            vectors: (M, 5) parameter vectors.
+        Returns:
+            (M, S, k + 1, D) trajectories (row m, sequence s: ``controls[s]`` under ``vectors[m]``).
+        """
+        controls = np.asarray(controls, dtype=float)
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=float))
+        initial_state = np.asarray(initial_state, dtype=float)
+        if controls.ndim != 3 or controls.shape[2] != 2:
+            raise ValueError(f"controls: expected shape (S, k, 2), got {controls.shape}")
+        durations = np.asarray(durations, dtype=float)
+        if durations.shape != (controls.shape[1],):
+            raise ValueError(f"durations: expected shape ({controls.shape[1]},), got {durations.shape}")
+        models, sequences, steps = vectors.shape[0], controls.shape[0], controls.shape[1]
+        rows = np.repeat(vectors, sequences, axis=0)  # (M S, 5): model-major
+        tiled = np.tile(controls, (models, 1, 1))  # (M S, k, 2)
+        trajectories = np.empty((models * sequences, steps + 1, initial_state.size))
+        trajectories[:, 0] = initial_state
+        for step in range(steps):
+            trajectories[:, step + 1] = self.propagate(trajectories[:, step], tiled[:, step],
+                                                       np.full(models * sequences, durations[step]), rows)
+        return trajectories.reshape(models, sequences, steps + 1, initial_state.size)
 
     def predict_push(self, record: PushRecord, parameters: ObjectParameters) -> np.ndarray:
         """Open-loop prediction of a whole push from its first state with ``parameters``.

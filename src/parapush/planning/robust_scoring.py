@@ -14,7 +14,7 @@ and C_2..C_M under the drawn models are combined by a risk measure
 are ranked by that score. The plan keeps its corrected (row 1) trajectory.
 
 The M - 1 extra rows of all elites run in ONE batched fine-model call per control
-(:class:`~parapush.identification.online_identification.ParameterHypotheses`: one model variant
+(:meth:`parapush.identification.ObjectIdentifier.rollouts`: one model variant
 per row on a thread backend), so the width of the machine is spent on them. M = 1 is the
 nominal planner exactly: the planner then has no robust scoring at all
 (:func:`robust_scoring_for`).
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parapush.identification.online_identification import ParameterHypotheses
+from parapush.identification import ObjectIdentifier
 from parapush.identification.parameter_belief import ParameterBelief
 from parapush.planning.predictive_model import PredictiveModel, is_finite_trajectory
 from parapush.planning.risk import RiskMeasure
@@ -75,15 +75,15 @@ class RobustScoring:
     """Scores elites under the corrector's prediction and M - 1 models drawn from ``belief``.
 
     Args:
-        hypotheses: fine-model predictions under parameter vectors of the uncertain object.
+        identifier: the uncertain object's identifier (fine-model predictions under its parameter vectors).
         belief: what is believed about its parameters (read at every :meth:`score`, so an
             :class:`~parapush.identification.online_identification.OnlineIdentification`
             narrowing it between re-plans narrows the planner's models too).
         settings: M and the risk measure; M >= 2.
     """
 
-    def __init__(self, hypotheses: ParameterHypotheses, belief: ParameterBelief, settings: RobustSettings) -> None:
-        self.hypotheses = check_instance("hypotheses", hypotheses, ParameterHypotheses)
+    def __init__(self, identifier: ObjectIdentifier, belief: ParameterBelief, settings: RobustSettings) -> None:
+        self.identifier = check_instance("identifier", identifier, ObjectIdentifier)
         self.belief = check_instance("belief", belief, ParameterBelief)
         self.settings = check_instance("settings", settings, RobustSettings)
         if settings.samples < 2:
@@ -117,7 +117,7 @@ class RobustScoring:
         elites, horizon = controls.shape[:2]
         depth = min(max(int(depth), 1), horizon)
         vectors = self.belief.representatives(self.settings.samples - 1)  # (M-1, 5)
-        heads = self.hypotheses.rollouts(initial_state, controls[:, :depth], durations[:depth], vectors)
+        heads = self.identifier.rollouts(initial_state, controls[:, :depth], durations[:depth], vectors)
         drawn = np.full((vectors.shape[0], elites, horizon + 1, initial_state.shape[0]), np.nan)
         drawn[:, :, : depth + 1] = heads
         if depth < horizon:
@@ -139,13 +139,13 @@ class RobustScoring:
 
 
 def robust_scoring_for(
-    settings: RobustSettings, hypotheses: ParameterHypotheses | None, belief: ParameterBelief | None
+    settings: RobustSettings, identifier: ObjectIdentifier | None, belief: ParameterBelief | None
 ) -> RobustScoring | None:
     """The planner's robust scoring for ``settings``: None for M = 1 (the nominal planner),
-    else a :class:`RobustScoring` (which then needs ``hypotheses`` and ``belief``)."""
+    else a :class:`RobustScoring` (which then needs ``identifier`` and ``belief``)."""
     check_instance("settings", settings, RobustSettings)
     if settings.samples == 1:
         return None
-    if hypotheses is None or belief is None:
-        raise ValueError("settings.samples: M > 1 needs the uncertain object's hypotheses and belief")
-    return RobustScoring(hypotheses, belief, settings)
+    if identifier is None or belief is None:
+        raise ValueError("settings.samples: M > 1 needs the uncertain object's identifier and belief")
+    return RobustScoring(identifier, belief, settings)

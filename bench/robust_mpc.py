@@ -52,14 +52,12 @@ from typing import Any
 
 import numpy as np
 
-from parapush.identification import ObjectIdentifier
-from parapush.identification.online_identification import OnlineIdentification
-from parapush.identification.parameter_belief import BeliefSettings, ParameterBelief, ParameterSpread
+from parapush.identification.parameter_belief import BeliefSettings, ParameterSpread
 from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters
-from parapush.physics.fine import FineModel
-from parapush.planning.async_world import TransitionRecorder, VirtualClockWorld
+from parapush.planning.async_world import VirtualClockWorld
 from parapush.planning.risk import RiskMeasure
-from parapush.planning.robust_scoring import RobustScoring, RobustSettings
+from parapush.planning.robust_planning import RobustPlanning
+from parapush.planning.robust_scoring import RobustSettings
 from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.scene import Scene, load_scene
 from parapush.sim.world import SimWorld
@@ -135,37 +133,38 @@ def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, s
         for index, parameters in enumerate(truth):
             sim.set_object_physics(index, mass=parameters.mass, support_friction=parameters.support_friction,
                                    pusher_friction=parameters.pusher_friction, com_offset=parameters.com_offset)
-    world = TransitionRecorder(VirtualClockWorld(SimWorldPhysics(sim)))
+    world: Any = VirtualClockWorld(SimWorldPhysics(sim))
     target = target_index(scene)
     built = build_planner(scene, sources, seed=seed)
-    belief = identifier = None
     spreads: list[list[float]] = []
     estimates: list[list[float]] = []
+    robust = None
     with built:
         if samples > 1:
-            identifier = ObjectIdentifier(FineModel(scene, built.model_config.fine), target)
-            belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, target), ParameterSpread(),
-                                                 BeliefSettings(seed=seed))
-            online = OnlineIdentification(identifier, belief)
-            built.planner.robust = RobustScoring(identifier, belief, RobustSettings(samples=samples, risk=risk))
+            settings = RobustSettings(samples=samples, risk=risk, belief=BeliefSettings(seed=seed))
+            robust = RobustPlanning(scene, settings, built.model_config.fine, target=target)
+            built.planner.robust = robust.scoring
+            world = robust.attach(built.loop, world)
+            belief = robust.belief
             spreads.append(belief.spread().tolist())
             estimates.append(belief.estimate().tolist())
+            updates = [0]
 
-            def narrow(_loop: Any) -> None:
-                for transition in world.take():
-                    if online.observe(transition.state, transition.control, transition.duration,
-                                      transition.next_state):
-                        spreads.append(belief.spread().tolist())
-                        estimates.append(belief.estimate().tolist())
+            def record_narrowing(_loop: Any) -> None:  # after the narrowing: keep each update's belief
+                if belief.updates > updates[0]:
+                    updates[0] = belief.updates
+                    spreads.append(belief.spread().tolist())
+                    estimates.append(belief.estimate().tolist())
 
-            built.loop.before_plan = narrow
+            narrow = built.loop.before_plan
+            built.loop.before_plan = lambda loop: (narrow(loop), record_narrowing(loop))
         timed = CpuTimed(built.loop.optimizer, "optimize")
         built.loop.optimizer = timed
         try:
             result = built.loop.run(world, max_controls=sources.planner.mpc.max_controls)
         finally:
-            if identifier is not None:
-                identifier.close()
+            if robust is not None:
+                robust.close()
     others = [index for index in range(len(scene.objects)) if index != target]
     disturbed = 0
     if result.states.shape[0] and others:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from parapush.identification import ObjectIdentifier
-from parapush.identification.parameter_belief import ParameterBelief
+from parapush.identification.parameter_belief import BeliefSettings, ParameterBelief, ParameterSpread
 from parapush.planning.predictive_model import PredictiveModel, is_finite_trajectory
 from parapush.planning.risk import RiskMeasure
 from parapush.settings import check_settings, setting
@@ -42,20 +42,27 @@ __all__ = ["RobustScoring", "RobustSettings", "robust_scoring_for"]
 
 @dataclass(frozen=True)
 class RobustSettings:
-    """How many models score each elite and how their costs are combined.
+    """Robust planning over the target's physics (``config/planner.yaml``'s ``robust`` section).
 
     Attributes:
         samples: M, models per elite: the corrector's and M - 1 drawn from the belief (1: the
             nominal planner, bit for bit).
         risk: the risk measure of the M costs.
+        spread: the prior: how far the target's true parameters may lie from the scene's.
+        belief: the belief's measurement model (how each executed control narrows it).
     """
 
-    samples: int = setting(1, "M: models each elite is scored under (1: the nominal planner)", minimum=1)
+    samples: int = setting(1, "M: models each elite is scored under (1: the nominal planner)", minimum=1,
+                           maximum=64)
     risk: RiskMeasure = field(default_factory=RiskMeasure)
+    spread: ParameterSpread = field(default_factory=ParameterSpread)
+    belief: BeliefSettings = field(default_factory=BeliefSettings)
 
     def __post_init__(self) -> None:
         check_settings(self)
         check_instance("risk", self.risk, RiskMeasure)
+        check_instance("spread", self.spread, ParameterSpread)
+        check_instance("belief", self.belief, BeliefSettings)
 
 
 @dataclass(frozen=True)

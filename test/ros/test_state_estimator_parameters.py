@@ -70,7 +70,7 @@ def bad_files(tmp_path):
         ("body_map_file", str(duplicate), "duplicate id 2"),
         ("body_map_file", str(missing), "needs a mocap body for"),
         ("body_map_file", "no_such_map.yaml", "cannot read body mapping"),
-        ("table_transform_file", "no_such_transform.yaml", "neither a file"),
+        ("table_transform_file", "no_such_transform.yaml", "is not a file in"),
         ("table_transform_file", str(zero_quaternion), "quaternion"),
         ("table_transform_file", str(not_yaml), "invalid YAML"),
         ("table_transform_file", str(wrong_section), "mocap_to_table: missing"),

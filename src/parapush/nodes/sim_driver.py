@@ -38,7 +38,6 @@ from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from parapush.execution.commands import TwistCommand
-from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, time_to_seconds
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_scene_parameters
@@ -46,6 +45,7 @@ from parapush.sim.arm import ArmFault
 from parapush.sim.driver import SimDriver
 from parapush.sim.driver_settings import DriverSettings, DriverSettingsError, load_driver_settings
 from parapush.sim.mocap_server import UntrackMode
+from parapush.yaml_file import config_file
 
 PARAMETERS = (
     ParameterSpec("settings_file", "sim_world.yaml",
@@ -104,9 +104,7 @@ def apply_fault(driver: SimDriver, name: str, value) -> None:
 
 def driver_settings_from_parameters(values: dict) -> DriverSettings:
     """The settings file with the node's parameter overrides applied."""
-    name = values["settings_file"]
-    path = name if "/" in name else config_dir() / name
-    settings = load_driver_settings(path)
+    settings = load_driver_settings(config_file(values["settings_file"]))
     world = settings.world
     if values["real_time_factor"] > 0.0:
         world = dataclasses.replace(world, real_time_factor=values["real_time_factor"])

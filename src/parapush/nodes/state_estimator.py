@@ -83,7 +83,6 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -111,6 +110,7 @@ from parapush.nodes.parameters import (
 )
 from parapush.scene import SceneSnapshot
 from parapush.settings import SettingsError
+from parapush.yaml_file import config_file
 
 try:  # tf2_ros is not part of every installation (e.g. the rclpy wheels)
     from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
@@ -123,21 +123,6 @@ PARAMETERS = (
 
 #: How long one model-definitions request waits before it is retried, s.
 MODELDEF_TIMEOUT_S = 1.0
-
-
-def resolve_config_path(value: str, parameter: str) -> Path:
-    """A file given as a path, or as a file name in the package's ``config/``.
-
-    Raises:
-        ParameterError: naming ``parameter`` and where the file was looked for.
-    """
-    path = Path(value).expanduser()
-    if path.is_file():
-        return path
-    candidate = config_dir() / value
-    if not path.is_absolute() and candidate.is_file():
-        return candidate
-    raise ParameterError(f"parameter '{parameter}': {value!r} is neither a file nor a file in {candidate.parent}")
 
 
 def _transform_message(pose: TablePose, stamp: Time, parent: str, child: str) -> TransformStamped:
@@ -179,10 +164,9 @@ class StateEstimatorNode(Node):
             body_map, body_map_source = resolve_body_map(self.scene, settings.body_map_file, config_dir())
         except BodyMapError as error:
             raise ParameterError(f"parameter 'body_map_file': {error}") from None
-        path = resolve_config_path(settings.table_transform_file, "table_transform_file")
         try:
-            transform = load_table_transform(path)
-        except TableFrameError as error:
+            transform = load_table_transform(config_file(settings.table_transform_file))
+        except (FileNotFoundError, TableFrameError) as error:
             raise ParameterError(f"parameter 'table_transform_file': {error}") from None
         try:
             self.client_settings = settings.client_settings()

@@ -44,9 +44,12 @@ from typing import Any
 
 from parapush.planning.costs import CostConfigError, CostFunction
 from parapush.planning.costs.cost_function import TERM_TYPES
+from parapush.planning.mpc import MpcSettings
 from parapush.planning.multifidelity import MultiFidelityPlanner, MultiFidelitySettings
+from parapush.planning.optimizer import OptimizerSettings
 from parapush.planning.stack_planner import PlannerSources, planner_settings
 from parapush.scene import GoalRegion, Scene
+from parapush.settings import SettingInfo
 
 __all__ = ["LiveTuning", "PlanRetuner", "TunableSetting", "TuningError", "tunable_settings"]
 
@@ -58,14 +61,9 @@ MULTIFIDELITY_LIVE = ("elites", "rounds", "refine_iterations", "mismatch_toleran
 """Multi-fidelity fields a running goal's next re-plan uses."""
 MPC_NEXT_GOAL = ("max_controls", "obstacle_tolerance", "table_margin", "replan_proposal")
 """MPC loop fields that apply from the next goal."""
-NO_TIME_BUDGET = 0.0
-"""``optimizer.time_budget``'s stand-in for None (no budget): a ROS parameter cannot be None."""
 
 FROM_NEXT_REPLAN = "applies from the next re-plan"
 FROM_NEXT_GOAL = "applies from the next goal"
-
-_UNITS = {"exploration_variance": "(m/s)^2", "time_budget": "s", "control_duration": "s", "max_speed": "m/s",
-          "obstacle_tolerance": "m", "table_margin": "m", "mismatch_tolerance": "relative"}
 
 
 class TuningError(ValueError):
@@ -121,7 +119,7 @@ class TunableSetting:
 
 def _lowest_accepted(accepts: Callable[[Any], object], default: Any) -> float | None:
     """The smallest of -1, 0 (and 1 for integers) that ``accepts`` does not refuse: the
-    range a settings check enforces, read off the check itself (None: -1 passes)."""
+    range a cost term's check enforces, read off the check itself (None: -1 passes)."""
     if isinstance(default, bool):
         return None
     candidates = (-1, 0, 1) if isinstance(default, int) else (-1.0, 0.0)
@@ -134,25 +132,29 @@ def _lowest_accepted(accepts: Callable[[Any], object], default: Any) -> float | 
     return 0 if isinstance(default, int) else 0.0  # strictly positive: the check refuses 0 itself
 
 
-def _setting(name: str, default: Any, text: str, accepts: Callable[[Any], object], live: bool) -> TunableSetting:
-    unit = _UNITS.get(name.rsplit(".", 1)[-1], "")
-    applies = FROM_NEXT_REPLAN if live else FROM_NEXT_GOAL
-    description = f"{text}{', ' + unit if unit else ''} ({applies})"
-    return TunableSetting(name, default, description, _lowest_accepted(accepts, default), live)
+def _description(text: str, live: bool) -> str:
+    return f"{text} ({FROM_NEXT_REPLAN if live else FROM_NEXT_GOAL})"
+
+
+def _declared(base: Any) -> dict[str, SettingInfo]:
+    """The :func:`~parapush.settings.setting` declarations of a settings dataclass, by field."""
+    return {item.name: item.metadata["setting"] for item in dataclasses.fields(base) if "setting" in item.metadata}
 
 
 def _dataclass_settings(section: str, base: Any, names: tuple[str, ...], live: bool) -> list[TunableSetting]:
+    """The fields ``names`` of the settings ``base`` as tunable settings: their declared
+    description, unit and lower bound (an exclusive one too: the setting's own check refuses it),
+    a None value written as its declared ROS stand-in (``optimizer.time_budget``: 0.0)."""
+    declared = _declared(base)
     settings = []
     for name in names:
+        info = declared[name]
         value = getattr(base, name)
-        if name == "time_budget":
-            value = NO_TIME_BUDGET if value is None else float(value)
-
-        def accepts(candidate, name=name):
-            return dataclasses.replace(base, **{name: None if name == "time_budget" and candidate == 0 else candidate})
-
-        text = f"{type(base).__name__}.{name}" + (" (0: no budget)" if name == "time_budget" else "")
-        settings.append(_setting(f"{section}.{name}", value, text, accepts, live))
+        minimum = info.minimum if info.minimum is not None else info.above
+        if info.none is not None and isinstance(info.ros_none, (int, float)) and minimum is not None:
+            minimum = min(minimum, info.ros_none)
+        settings.append(TunableSetting(f"{section}.{name}", info.ros_none if value is None else value,
+                                       _description(info.text(), live), minimum, live))
     return settings
 
 
@@ -177,8 +179,9 @@ def _cost_settings(costs: Mapping[str, Mapping[str, Any]], scene: Scene) -> list
             def accepts(candidate, kind=kind, parameters=parameters, parameter=parameter):
                 return kind.from_scene(scene, **{**parameters, parameter: candidate})
 
-            text = f"cost term {term}'s {parameter} (parapush.planning.costs)"
-            settings.append(_setting(f"costs.{term}.{parameter}", float(value), text, accepts, True))
+            text = _description(f"cost term {term}'s {parameter} (parapush.planning.costs)", True)
+            settings.append(TunableSetting(f"costs.{term}.{parameter}", float(value), text,
+                                           _lowest_accepted(accepts, float(value)), True))
     return settings
 
 
@@ -196,9 +199,12 @@ def tunable_settings(sources: PlannerSources, scene: Scene) -> tuple[TunableSett
     return tuple(found)
 
 
-def _overrides(preset_multifidelity: MultiFidelitySettings | None, changed: Mapping[str, Any]) -> dict[str, Any]:
-    """``changed`` (values by parameter name) as :meth:`PlannerSources.with_overrides` sections;
-    a parameter's error names it (TuningError)."""
+def _overrides(sources: PlannerSources, changed: Mapping[str, Any]) -> dict[str, Any]:
+    """``changed`` (values by parameter name) as :meth:`PlannerSources.with_overrides` sections,
+    a setting's declared ROS stand-in as None; a parameter's error names it (TuningError)."""
+    preset_multifidelity = sources.preset.multifidelity
+    declared = {"optimizer": _declared(OptimizerSettings), "mpc": _declared(MpcSettings),
+                "multifidelity": _declared(MultiFidelitySettings)}
     overrides: dict[str, Any] = {}
     multifidelity = {}
     for name, value in changed.items():
@@ -206,11 +212,13 @@ def _overrides(preset_multifidelity: MultiFidelitySettings | None, changed: Mapp
         if section == "costs":
             term, parameter = rest
             overrides.setdefault("costs", {}).setdefault(term, {})[parameter] = value
-        elif section == "multifidelity":
+            continue
+        info = declared[section][rest[0]]
+        if info.none is not None and not isinstance(value, bool) and value == info.ros_none:
+            value = None
+        if section == "multifidelity":
             multifidelity[rest[0]] = value
         else:
-            if name == "optimizer.time_budget" and value == NO_TIME_BUDGET:
-                value = None
             overrides.setdefault(section, {})[rest[0]] = value
     if multifidelity and preset_multifidelity is not None:
         try:
@@ -227,7 +235,7 @@ def sources_with(sources: PlannerSources, changed: Mapping[str, Any], scene: Sce
     Raises:
         TuningError: naming the parameter a setting refuses.
     """
-    overrides = _overrides(sources.preset.multifidelity, changed)
+    overrides = _overrides(sources, changed)
     if "mpc" in overrides:
         try:
             dataclasses.replace(sources.planner.mpc, **overrides["mpc"])

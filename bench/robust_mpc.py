@@ -6,11 +6,12 @@ Planners (all built as the MPC node builds its own: ``config/planner.yaml``, ``m
 - ``nominal``: the files' planner unchanged (M = 1);
 - ``robust-mean`` and ``robust-cvar``: the same planner whose elites are also rolled out under
   M - 1 = 3 models of the target drawn from its belief and ranked by the mean, or by CVaR_0.5
-  (the mean of the worst 2 of 4) (:mod:`parapush.planning.robust_scoring`); the belief starts
-  at ``ParameterSpread()``'s uniform prior around the scene's parameters (mass +-50 %, support
-  friction +-30 %, centre of mass within 2 cm) and is narrowed after every executed control
-  (:class:`parapush.identification.online_identification.OnlineIdentification`, inside the
-  re-plan, so its time counts as re-plan time).
+  (the mean of the worst 2 of 4) (:mod:`parapush.planning.robust_scoring`), built by
+  ``build_planner`` with the override ``robust: {samples: 4, risk: ..., belief: {seed: <run seed>}}``
+  (the file's spread and measurement noise); the belief starts at the file's uniform prior around
+  the scene's parameters (mass +-50 %, support friction +-30 %, centre of mass within 2 cm) and is
+  narrowed after every executed control (:meth:`parapush.planning.robust_planning.RobustPlanning.attach`,
+  inside the re-plan, so its time counts as re-plan time).
 
 Worlds (:class:`parapush.sim.world.SimWorld`, ``config/sim_world.yaml``'s physics and push noise,
 on a virtual clock as in ``bench/realtime_mpc.py``):
@@ -52,12 +53,10 @@ from typing import Any
 
 import numpy as np
 
-from parapush.identification.parameter_belief import BeliefSettings, ParameterSpread
+from parapush.identification.parameter_belief import ParameterSpread
 from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters
 from parapush.planning.async_world import VirtualClockWorld
 from parapush.planning.risk import RiskMeasure
-from parapush.planning.robust_planning import RobustPlanning
-from parapush.planning.robust_scoring import RobustSettings
 from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.scene import Scene, load_scene
 from parapush.sim.world import SimWorld
@@ -123,6 +122,15 @@ def drawn_physics(scene: Scene, seed: int) -> list[ObjectParameters]:
 
 
 # -- one run --------------------------------------------------------------------------------------
+def planner_overrides(planner: str, seed: int) -> dict[str, Any]:
+    """What ``planner`` changes in the configuration files: the ``robust`` section (M, the risk,
+    the belief's seed); nothing for ``nominal`` when the file's M is 1 (checked in :func:`main`)."""
+    samples, risk = PLANNERS[planner]
+    if samples == 1:
+        return {"robust": {"samples": 1}}
+    return {"robust": {"samples": samples, "risk": dataclasses.asdict(risk), "belief": {"seed": seed}}}
+
+
 def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, seed: int,
             sources: PlannerSources) -> dict[str, Any]:
     samples, risk = PLANNERS[planner]
@@ -135,17 +143,13 @@ def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, s
                                    pusher_friction=parameters.pusher_friction, com_offset=parameters.com_offset)
     world: Any = VirtualClockWorld(SimWorldPhysics(sim))
     target = target_index(scene)
-    built = build_planner(scene, sources, seed=seed)
+    built = build_planner(scene, sources.with_overrides(planner_overrides(planner, seed)), seed=seed)
     spreads: list[list[float]] = []
     estimates: list[list[float]] = []
-    robust = None
     with built:
-        if samples > 1:
-            settings = RobustSettings(samples=samples, risk=risk, belief=BeliefSettings(seed=seed))
-            robust = RobustPlanning(scene, settings, built.model_config.fine, target=target)
-            built.planner.robust = robust.scoring
-            world = robust.attach(built.loop, world)
-            belief = robust.belief
+        if built.robust is not None:
+            world = built.robust.attach(built.loop, world)
+            belief = built.robust.belief
             spreads.append(belief.spread().tolist())
             estimates.append(belief.estimate().tolist())
             updates = [0]
@@ -160,11 +164,7 @@ def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, s
             built.loop.before_plan = lambda loop: (narrow(loop), record_narrowing(loop))
         timed = CpuTimed(built.loop.optimizer, "optimize")
         built.loop.optimizer = timed
-        try:
-            result = built.loop.run(world, max_controls=sources.planner.mpc.max_controls)
-        finally:
-            if robust is not None:
-                robust.close()
+        result = built.loop.run(world, max_controls=sources.planner.mpc.max_controls)
     others = [index for index in range(len(scene.objects)) if index != target]
     disturbed = 0
     if result.states.shape[0] and others:
@@ -315,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"planners": {p: {"samples_M": PLANNERS[p][0], "risk": dataclasses.asdict(PLANNERS[p][1])}
                                   for p in args.planners},
                      "worlds": args.worlds, "scenes": list(scenes), "seeds": seeds, "scene_seed": SCENE_SEED,
-                     "prior": dataclasses.asdict(ParameterSpread()), "belief": dataclasses.asdict(BeliefSettings()),
+                     "overrides": {p: planner_overrides(p, 0) for p in args.planners},
+                     "robust_file": dataclasses.asdict(sources.planner.robust),
                      "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock"},
         "load_after": load_after,
         "benchmark_minutes": minutes,

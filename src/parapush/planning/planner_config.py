@@ -8,6 +8,7 @@ Layout (every section optional except ``costs``; omitted fields take the default
 
     optimizer: {samples: 20, exploration_variance: 1.0e-4, horizon: 4, ...}
     mpc: {max_controls: 20, ...}
+    robust: {samples: 1, risk: {kind: cvar, alpha: 0.5}, spread: {...}, belief: {...}}
     costs:
       goal_distance: {weight: 1.0}
       obstacle_proximity: {weight: 1.0e-4, pusher_gain: 0.5}
@@ -18,14 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parapush.planning.costs import CostConfigError, CostFunction, validate_cost_config
 from parapush.planning.mpc import MpcSettings
 from parapush.planning.optimizer import OptimizerSettings
+from parapush.planning.robust_scoring import RobustSettings
 from parapush.scene import Scene
+from parapush.settings import SettingsError, settings_from_mapping
 from parapush.yaml_file import load_yaml
 
 
@@ -41,11 +44,14 @@ class PlannerConfig:
         optimizer: optimizer settings.
         mpc: MPC loop settings.
         costs: ``{term: {parameter: value}}``, validated names (see :mod:`parapush.planning.costs`).
+        robust: robust planning over the target's physics (:class:`~parapush.planning.robust_scoring.RobustSettings`;
+            ``samples`` 1: the nominal planner).
     """
 
     optimizer: OptimizerSettings
     mpc: MpcSettings
     costs: Mapping[str, Mapping[str, float]]
+    robust: RobustSettings = field(default_factory=RobustSettings)
 
     def __post_init__(self) -> None:
         try:
@@ -90,17 +96,22 @@ def planner_config_from_dict(data: Any) -> PlannerConfig:
             "model: the predictive model is configured in config/model.yaml now (its 'model' section, "
             "parapush.prediction.ModelConfig), read by every node that predicts"
         )
-    unknown = sorted(str(key) for key in data if key not in (*_SECTIONS, "costs"))
+    unknown = sorted(str(key) for key in data if key not in (*_SECTIONS, "costs", "robust"))
     if unknown:
         raise PlannerConfigError(
-            f"planner config: unknown section(s) {unknown}; known: {sorted((*_SECTIONS, 'costs'))}"
+            f"planner config: unknown section(s) {unknown}; known: {sorted((*_SECTIONS, 'costs', 'robust'))}"
         )
     if "costs" not in data:
         raise PlannerConfigError("costs: missing")
+    try:
+        robust = settings_from_mapping(RobustSettings, data.get("robust"), "robust")
+    except SettingsError as error:
+        raise PlannerConfigError(str(error)) from None
     return PlannerConfig(
         optimizer=_section(data, "optimizer"),
         mpc=_section(data, "mpc"),
         costs=data["costs"],
+        robust=robust,
     )
 
 

@@ -151,6 +151,8 @@ class BuiltPlanner:
         coarse: the multi-fidelity planner's coarse propagator (None: single fidelity).
         costs: the cost terms ``{term: {parameter: value}}`` the loop's cost was built from.
         overrides: what the builder was asked to change in the files (stated by benches).
+        robust: the task's :class:`~parapush.planning.robust_planning.RobustPlanning` (the
+            planner file's ``robust.samples`` > 1; None: the nominal planner); closed with it.
     """
 
     preset: PlannerPreset
@@ -162,6 +164,7 @@ class BuiltPlanner:
     coarse: Any = None
     costs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    robust: Any = None
 
     def settings(self) -> dict[str, Any]:
         """Everything that decides how this planner plans, as plain data (two builds from the
@@ -180,6 +183,7 @@ class BuiltPlanner:
             "costs": {term: dict(values) for term, values in self.costs.items()},
             "model_config": _plain(self.model_config),
             "coarse": coarse_settings(self.coarse),
+            "robust": None if self.robust is None else _plain(self.robust.settings),
         }
 
     @property
@@ -187,6 +191,8 @@ class BuiltPlanner:
         return isinstance(self.loop, PipelinedMpcLoop)
 
     def close(self) -> None:
+        if self.robust is not None:
+            self.robust.close()
         close = getattr(self.model, "close", None)
         if self.owns_model and callable(close):
             close()

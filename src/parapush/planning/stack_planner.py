@@ -23,7 +23,9 @@ Sections of ``overrides`` (applied in this order):
   file's and the preset's;
 - ``costs``: ``{term: {parameter: value}}`` merged into the file's and the preset's;
 - ``mpc``: :class:`~parapush.planning.mpc.MpcSettings` fields;
-- ``model``: :class:`~parapush.prediction.ModelConfig` fields (e.g. ``{"schedule": "parareal"}``).
+- ``model``: :class:`~parapush.prediction.ModelConfig` fields (e.g. ``{"schedule": "parareal"}``);
+- ``robust``: :class:`~parapush.planning.robust_scoring.RobustSettings` fields, nested sections as
+  mappings (e.g. ``{"samples": 4, "risk": {"kind": "cvar"}}``).
 """
 
 from __future__ import annotations
@@ -45,12 +47,14 @@ from parapush.planning.pipelined_mpc import PipelinedMpcLoop
 from parapush.planning.planner_config import PlannerConfig, load_planner_config
 from parapush.planning.predictive_model import PropagatorRollout
 from parapush.planning.presets import DEFAULT_PRESET, BuiltPlanner, PlannerPreset, planner_preset
+from parapush.planning.robust_scoring import RobustSettings
 from parapush.scene import Scene
+from parapush.settings import SettingsError, settings_from_mapping, settings_to_mapping
 
 __all__ = ["OVERRIDE_SECTIONS", "PlannerSources", "build_planner", "coarse_model_for", "load_mpc_preset",
            "planner_settings"]
 
-OVERRIDE_SECTIONS = ("preset", "preset_fields", "optimizer", "costs", "mpc", "model")
+OVERRIDE_SECTIONS = ("preset", "preset_fields", "optimizer", "costs", "mpc", "model", "robust")
 """The sections of :meth:`PlannerSources.with_overrides`, in the order they are applied."""
 
 
@@ -148,12 +152,32 @@ class PlannerSources:
             if overrides.get("mpc"):
                 planner = dataclasses.replace(planner, mpc=dataclasses.replace(planner.mpc, **overrides["mpc"]))
             model = dataclasses.replace(model, **overrides.get("model", {}))
+            if overrides.get("robust"):
+                planner = dataclasses.replace(planner, robust=_robust_with(planner.robust, overrides["robust"]))
         except TypeError as error:  # an unknown field
             raise ValueError(f"overrides: {error}") from None
         merged = {**self.overrides}
         for section, values in overrides.items():
             merged[section] = values if not isinstance(values, Mapping) else {**merged.get(section, {}), **values}
         return PlannerSources(planner=planner, model=model, preset=preset, overrides=merged)
+
+
+def _robust_with(settings: RobustSettings, changes: Mapping[str, Any]) -> RobustSettings:
+    """``settings`` with ``changes`` (fields; nested sections as mappings of their fields).
+
+    Raises:
+        ValueError naming the field (``robust.<path>``).
+    """
+    merged = settings_to_mapping(settings)
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    try:
+        return settings_from_mapping(RobustSettings, merged, "robust")
+    except SettingsError as error:
+        raise ValueError(f"overrides: {error}") from None
 
 
 def coarse_model_for(scene: Scene, preset: PlannerPreset, model: Any) -> Any:
@@ -233,6 +257,15 @@ def build_planner(
         planner = MultiFidelityPlanner(planner, PropagatorRollout(coarse), preset.multifidelity)
     else:
         coarse = None
+    robust = None
+    if sources.planner.robust.samples > 1:
+        if not isinstance(planner, MultiFidelityPlanner):
+            raise ValueError(f"robust.samples: robust scoring ranks a multi-fidelity planner's elites; preset "
+                             f"{preset.name!r} plans with one model (use samples 1, or the realtime preset)")
+        from parapush.planning.robust_planning import RobustPlanning
+
+        robust = RobustPlanning(scene, sources.planner.robust, model_config.fine)
+        planner.robust = robust.scoring
     costs = preset.costs(sources.planner.costs)
     cost = CostFunction.from_config(scene, costs)
     if preset.loop == "pipelined":
@@ -240,4 +273,5 @@ def build_planner(
     else:
         loop = MpcLoop(scene, planner, model, cost, sources.planner.mpc)
     return BuiltPlanner(preset=preset, loop=loop, planner=planner, model=model, owns_model=owned,
-                        model_config=model_config, coarse=coarse, costs=costs, overrides=dict(sources.overrides))
+                        model_config=model_config, coarse=coarse, costs=costs, overrides=dict(sources.overrides),
+                        robust=robust)

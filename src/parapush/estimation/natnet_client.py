@@ -41,6 +41,7 @@ from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from parapush.background import bound_address, close_sockets, stop_thread
+from parapush.lifecycle import Service
 from parapush.natnet.codec import decode_message, encode_message, peek_message_id
 from parapush.natnet.errors import NatNetDecodeError, NatNetTimeoutError
 from parapush.natnet.frames import MocapFrame, frame_latency_s
@@ -56,6 +57,7 @@ from parapush.natnet.messages import (
 )
 from parapush.natnet.models import ModelDefinitions
 from parapush.natnet.version import NatNetVersion
+from parapush.read_only import LockedReadOnly, ReadOnly
 from parapush.settings import check_settings, setting
 from parapush.validation import check_instance, check_ipv4, check_not_empty
 
@@ -188,7 +190,7 @@ class NatNetClientStats:
 _COUNTER_NAMES = tuple(f.name for f in fields(NatNetClientStats) if f.name != "last_decode_error")
 
 
-class NatNetClient:
+class NatNetClient(Service):
     """NatNet client; see the module docstring.
 
     Args:
@@ -231,9 +233,7 @@ class NatNetClient:
 
     # ----------------------------------------------------------------- lifecycle
 
-    @property
-    def settings(self) -> NatNetClientSettings:
-        return self._settings
+    settings: ReadOnly[NatNetClientSettings] = ReadOnly("_settings")
 
     def start(self) -> NatNetClient:
         """Open the command socket and start the receive thread (returns at once; see
@@ -275,12 +275,6 @@ class NatNetClient:
             self._connected = False
             self._changed.notify_all()
 
-    def __enter__(self) -> NatNetClient:
-        return self.start()
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop()
-
     # ----------------------------------------------------------------- queries
 
     @property
@@ -288,23 +282,17 @@ class NatNetClient:
         """(address, port) the command socket is bound to (where unicast frames arrive)."""
         return bound_address(self._command_socket, "NatNetClient")
 
-    @property
-    def server_info(self) -> ServerInfo | None:
-        """SERVERINFO of the current server (version, ``high_resolution_clock_frequency``...), or None."""
-        with self._lock:
-            return self._server_info
+    server_info: LockedReadOnly[ServerInfo | None] = LockedReadOnly(
+        "_server_info", "SERVERINFO of the current server (version, ``high_resolution_clock_frequency``...), or None."
+    )
 
-    @property
-    def connected(self) -> bool:
-        """True while a server has answered and has not been silent for ``silence_timeout_s``."""
-        with self._lock:
-            return self._connected
+    connected: LockedReadOnly[bool] = LockedReadOnly(
+        "_connected", "True while a server has answered and has not been silent for ``silence_timeout_s``."
+    )
 
-    @property
-    def model_definitions(self) -> ModelDefinitions | None:
-        """The last MODELDEF received, or None."""
-        with self._lock:
-            return self._model_definitions
+    model_definitions: LockedReadOnly[ModelDefinitions | None] = LockedReadOnly(
+        "_model_definitions", "The last MODELDEF received, or None."
+    )
 
     def latest_frame(self) -> ReceivedFrame | None:
         """The newest delivered frame and its receive time, or None."""

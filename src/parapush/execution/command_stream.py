@@ -27,6 +27,7 @@ import numpy as np
 
 from parapush.execution.commands import PlanarControl, TwistCommand
 from parapush.execution.frames import RigidTransform
+from parapush.read_only import ReadOnly
 from parapush.validation import check_not_empty, check_real
 
 _BOUNDARY_TOLERANCE_S = 1e-9
@@ -125,9 +126,7 @@ class CommandStream:
         self._next_number = 0
         self._stop_pending = False
 
-    @property
-    def settings(self) -> CommandStreamSettings:
-        return self._settings
+    settings: ReadOnly[CommandStreamSettings] = ReadOnly("_settings")
 
     # -- queue ---------------------------------------------------------------------------
     def enqueue(self, controls: Sequence[PlanarControl], *, start_time_s: float | None = None) -> None:

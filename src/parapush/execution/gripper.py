@@ -46,6 +46,8 @@ from parapush.execution.gripper_errors import (
     GripperStateError,
     GripperTimeout,
 )
+from parapush.lifecycle import Closeable
+from parapush.read_only import ReadOnly
 from parapush.robotiq.finger_geometry import FingerGeometry
 from parapush.robotiq.registers import (
     COMMAND_ADDRESS,
@@ -106,7 +108,7 @@ class GraspResult:
     width_m: float
 
 
-class RobotiqGripper:
+class RobotiqGripper(Closeable):
     """A Robotiq 2F-85 on a serial port or over TCP; a context manager that connects and closes.
 
     Positions, speeds and forces are register counts 0-255 (0 = open / slowest / weakest);
@@ -135,16 +137,12 @@ class RobotiqGripper:
         """A driver for ``/dev/ttyUSB0``, ``tcp://host:port`` or ``rtu+tcp://host:port``."""
         return cls(parse_endpoint(address, device_id=device_id, baudrate=baudrate), settings=settings)
 
-    @property
-    def endpoint(self) -> SerialEndpoint | TcpEndpoint:
-        return self._endpoint
+    endpoint: ReadOnly[SerialEndpoint | TcpEndpoint] = ReadOnly("_endpoint")
 
     # -- connection ----------------------------------------------------------------------
     def __enter__(self) -> RobotiqGripper:
+        """Connect (:meth:`connect`); the exit closes (:meth:`close`)."""
         return self.connect()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @property
     def connected(self) -> bool:

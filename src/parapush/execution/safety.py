@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parapush.execution.braking import max_speed_within
+from parapush.read_only import ReadOnly
 from parapush.validation import check_positive, check_real
 
 _WALL_MARGIN_M = 1e-9
@@ -213,13 +214,9 @@ class SafetyFilter:
         self._history_displacement: list[tuple[float, float]] = []
         self._history_velocity: list[tuple[float, float]] = []
 
-    @property
-    def limits(self) -> SafetyLimits:
-        return self._limits
+    limits: ReadOnly[SafetyLimits] = ReadOnly("_limits")
 
-    @property
-    def command_period_s(self) -> float:
-        return self._period
+    command_period_s: ReadOnly[float] = ReadOnly("_period")
 
     @property
     def last_velocity(self) -> np.ndarray:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from parapush.execution.command_stream import CommandStream, CommandStreamSettings, StreamPhase, StreamSample
 from parapush.execution.commands import PlanarControl, TwistCommand
 from parapush.execution.safety import SafetyFilter, SafetyLimits, SafeVelocity
+from parapush.read_only import ReadOnly
 from parapush.validation import check_integer
 
 
@@ -83,17 +84,11 @@ class VelocityExecutor:
         self._lock = threading.Lock()
         self._zero_outputs = 0
 
-    @property
-    def settings(self) -> ExecutorSettings:
-        return self._settings
+    settings: ReadOnly[ExecutorSettings] = ReadOnly("_settings")
 
-    @property
-    def stream(self) -> CommandStream:
-        return self._stream
+    stream: ReadOnly[CommandStream] = ReadOnly("_stream")
 
-    @property
-    def safety_filter(self) -> SafetyFilter:
-        return self._filter
+    safety_filter: ReadOnly[SafetyFilter] = ReadOnly("_filter")
 
     # -- inputs --------------------------------------------------------------------------
     def enqueue(self, controls: Sequence[PlanarControl], *, start_time_s: float | None = None) -> None:

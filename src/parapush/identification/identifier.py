@@ -27,6 +27,7 @@ import numpy as np
 
 from parapush.identification.model_variants import ObjectModelVariants
 from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters, ParameterBounds
+from parapush.lifecycle import Closeable
 from parapush.physics.backends import ThreadBackend
 from parapush.physics.fine import FineModel
 from parapush.scene import wrap_angle
@@ -142,7 +143,7 @@ class IdentificationResult:
     stop_reason: str = field(default="iterations")
 
 
-class ObjectIdentifier:
+class ObjectIdentifier(Closeable):
     """Evaluates and searches parameters of object ``object_index`` against observed pushes.
 
     Args:
@@ -382,9 +383,3 @@ class ObjectIdentifier:
     def close(self) -> None:
         """Stop the fine-model threads; idempotent."""
         self._backend.close()
-
-    def __enter__(self) -> ObjectIdentifier:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -12,6 +12,7 @@ import numbers
 import struct
 
 from parapush.natnet.errors import NatNetDecodeError
+from parapush.read_only import ReadOnly
 
 __all__ = ["PayloadReader", "PayloadWriter"]
 
@@ -155,9 +156,7 @@ class PayloadWriter:
         self._parts: list[bytes] = []
         self._size = 0
 
-    @property
-    def size(self) -> int:
-        return self._size
+    size: ReadOnly[int] = ReadOnly("_size")
 
     def _append(self, data: bytes) -> None:
         self._parts.append(data)

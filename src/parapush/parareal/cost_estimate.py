@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from parapush.parareal.schedule import StepCosts
+from parapush.read_only import ReadOnly
 from parapush.validation import check_non_negative, check_positive
 
 
@@ -76,10 +77,9 @@ class CostEstimator:
         """Wall s per simulated s of fine model on one worker, or None."""
         return self._fine_rate.value
 
-    @property
-    def call_overhead(self) -> float:
-        """c_o, s per fine backend call (the latest value a fine call gave; 0 before)."""
-        return self._call_overhead
+    call_overhead: ReadOnly[float] = ReadOnly(
+        "_call_overhead", "c_o, s per fine backend call (the latest value a fine call gave; 0 before)."
+    )
 
     @property
     def coarse_step(self) -> float | None:

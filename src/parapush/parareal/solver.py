@@ -58,6 +58,7 @@ from parapush.parareal.schedule import (
     parareal_wall_time,
     sample_parallel_wall_time,
 )
+from parapush.read_only import ReadOnly
 from parapush.scene.state import StateLayout, wrap_angle
 
 if TYPE_CHECKING:
@@ -155,20 +156,11 @@ class PararealSolver:
         self._yaws = layout.yaw_indices
 
     # -- properties -----------------------------------------------------------------------
-    @property
-    def layout(self) -> StateLayout:
-        """State layout of the models."""
-        return self._layout
+    layout: ReadOnly[StateLayout] = ReadOnly("_layout", "State layout of the models.")
 
-    @property
-    def workers(self) -> int:
-        """P, the fine backend's workers."""
-        return self._workers
+    workers: ReadOnly[int] = ReadOnly("_workers", "P, the fine backend's workers.")
 
-    @property
-    def cost_estimator(self) -> CostEstimator:
-        """The running cost estimates (updated by every solve)."""
-        return self._costs
+    cost_estimator: ReadOnly[CostEstimator] = ReadOnly("_costs", "The running cost estimates (updated by every solve).")
 
     # -- public API -----------------------------------------------------------------------
     def solve(

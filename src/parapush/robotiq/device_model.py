@@ -38,6 +38,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+from parapush.read_only import ReadOnly
 from parapush.robotiq.finger_geometry import FingerGeometry
 from parapush.robotiq.registers import (
     CURRENT_A_PER_COUNT,
@@ -125,9 +126,7 @@ class GripperDeviceModel:
         self._object_width_m = self._settings.object_width_m
 
     # -- inputs --------------------------------------------------------------------------
-    @property
-    def settings(self) -> DeviceModelSettings:
-        return self._settings
+    settings: ReadOnly[DeviceModelSettings] = ReadOnly("_settings")
 
     def write_command(self, command: GripperCommand, *, now_s: float) -> None:
         """A command written to registers 1000-1002 at ``now_s``; it acts after the latency."""
@@ -176,19 +175,13 @@ class GripperDeviceModel:
             self._plan_go_to()
 
     # -- outputs -------------------------------------------------------------------------
-    @property
-    def time_s(self) -> float:
-        return self._time_s
+    time_s: ReadOnly[float] = ReadOnly("_time_s")
 
-    @property
-    def command(self) -> GripperCommand:
-        """The command in effect (the last write once its latency has elapsed)."""
-        return self._command
+    command: ReadOnly[GripperCommand] = ReadOnly(
+        "_command", "The command in effect (the last write once its latency has elapsed)."
+    )
 
-    @property
-    def position(self) -> float:
-        """Finger position, counts (real-valued)."""
-        return self._position
+    position: ReadOnly[float] = ReadOnly("_position", "Finger position, counts (real-valued).")
 
     def status(self) -> GripperStatus:
         """The status registers' content at the model's current time."""

@@ -43,6 +43,7 @@ import numpy as np
 
 from parapush.estimation.rotations import rpy_to_matrix
 from parapush.execution.commands import TwistCommand
+from parapush.read_only import LockedReadOnly
 from parapush.settings import check_settings, setting
 from parapush.validation import check_real
 
@@ -229,10 +230,7 @@ class SimArm:
                 self._commanded = np.zeros(2)
                 self._last_command_time = -math.inf
 
-    @property
-    def fault(self) -> ArmFault:
-        with self._lock:
-            return self._fault
+    fault: LockedReadOnly[ArmFault] = LockedReadOnly("_fault")
 
     # -- stepping ---------------------------------------------------------------------------
     def reset(self, time: float) -> None:

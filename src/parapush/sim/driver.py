@@ -77,6 +77,7 @@ from parapush.estimation.rotations import (
 )
 from parapush.execution.commands import TwistCommand
 from parapush.graph import config_dir as package_config_dir
+from parapush.lifecycle import Service
 from parapush.natnet.models import RigidBodyDescription
 from parapush.robotiq.registers import GripperStatus
 from parapush.scene import Scene
@@ -145,7 +146,7 @@ class DriverStatus:
     mocap: MocapServerStats | None
 
 
-class SimDriver:
+class SimDriver(Service):
     """The simulated robot driver (see the module docstring); a context manager.
 
     Args:
@@ -253,12 +254,10 @@ class SimDriver:
         return self.mocap_server is not None and self.world.running
 
     def __enter__(self) -> SimDriver:
+        """Start the driver unless it runs already (``with driver:`` after ``driver.start()``)."""
         if not self.running:
             self.start()
         return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     def reset(self, *, seed: int | None = None) -> None:
         """Reset the world to the scene's initial state (see :meth:`SimWorld.reset`). The end

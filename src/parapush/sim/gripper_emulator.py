@@ -59,6 +59,8 @@ from pymodbus.server import ModbusSerialServer, ModbusTcpServer
 from pymodbus.server.requesthandler import ServerRequestHandler
 from pymodbus.simulator import DataType, SimData, SimDevice
 
+from parapush.lifecycle import Service
+from parapush.read_only import LockedReadOnly, ReadOnly
 from parapush.robotiq.device_model import DeviceModelSettings, GripperDeviceModel
 from parapush.robotiq.registers import (
     COMMAND_ADDRESS,
@@ -157,7 +159,7 @@ class GripperEmulatorSettings:
                 raise ValueError(f"{name}: expected a non-empty string, got {getattr(self, name)!r}")
 
 
-class GripperEmulator:
+class GripperEmulator(Service):
     """A running emulated 2F-85; use as a context manager (or :meth:`start` / :meth:`stop`).
 
     Every public method is thread-safe.
@@ -184,12 +186,6 @@ class GripperEmulator:
         self._tcp_address: tuple[str, int] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
-    def __enter__(self) -> GripperEmulator:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -250,9 +246,7 @@ class GripperEmulator:
             raise GripperEmulatorError("stop: " + "; ".join(problems))
 
     # -- endpoints -----------------------------------------------------------------------
-    @property
-    def settings(self) -> GripperEmulatorSettings:
-        return self._settings
+    settings: ReadOnly[GripperEmulatorSettings] = ReadOnly("_settings")
 
     @property
     def serial_port(self) -> str:
@@ -287,23 +281,17 @@ class GripperEmulator:
             self._model.advance(time.monotonic())
             return self._model.position
 
-    @property
-    def requests_answered(self) -> int:
-        """Requests for this device answered so far."""
-        with self._lock:
-            return self._requests_answered
+    requests_answered: LockedReadOnly[int] = LockedReadOnly(
+        "_requests_answered", "Requests for this device answered so far."
+    )
 
-    @property
-    def requests_ignored(self) -> int:
-        """Requests dropped (other device id, or not responding)."""
-        with self._lock:
-            return self._requests_ignored
+    requests_ignored: LockedReadOnly[int] = LockedReadOnly(
+        "_requests_ignored", "Requests dropped (other device id, or not responding)."
+    )
 
-    @property
-    def requests_refused(self) -> int:
-        """Writes refused because another client owns the gripper (see the module docstring)."""
-        with self._lock:
-            return self._requests_refused
+    requests_refused: LockedReadOnly[int] = LockedReadOnly(
+        "_requests_refused", "Writes refused because another client owns the gripper (see the module docstring)."
+    )
 
     @property
     def owned(self) -> bool:

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from parapush.background import bound_address, close_sockets, stop_thread
+from parapush.lifecycle import Service
 from parapush.natnet.codec import decode_message, encode_message
 from parapush.natnet.errors import NatNetDecodeError
 from parapush.natnet.frames import MocapFrame, RigidBody
@@ -57,6 +58,7 @@ from parapush.natnet.messages import (
 )
 from parapush.natnet.models import ModelDefinitions, RigidBodyDescription
 from parapush.natnet.version import SUPPORTED_VERSIONS, NatNetVersion
+from parapush.read_only import ReadOnly
 from parapush.settings import check_settings, setting
 from parapush.validation import check_integer, check_ipv4
 
@@ -249,7 +251,7 @@ class _PendingFrame:
     frame: MocapFrame
 
 
-class MocapServer:
+class MocapServer(Service):
     """NatNet server streaming the poses returned by ``frame_source``; see the module docstring.
 
     Args:
@@ -291,9 +293,7 @@ class MocapServer:
 
     # ----------------------------------------------------------------- lifecycle
 
-    @property
-    def settings(self) -> MocapServerSettings:
-        return self._settings
+    settings: ReadOnly[MocapServerSettings] = ReadOnly("_settings")
 
     def start(self) -> MocapServer:
         """Bind the sockets and start streaming; returns self. Raises OSError if a bind fails."""
@@ -332,12 +332,6 @@ class MocapServer:
         close_sockets(self._command_socket, self._multicast_socket)
         self._command_socket = None
         self._multicast_socket = None
-
-    def __enter__(self) -> MocapServer:
-        return self.start()
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop()
 
     @property
     def running(self) -> bool:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-_Backend = TypeVar("_Backend", bound="WorkerBackend")
+from parapush.lifecycle import Closeable
 
 
 @runtime_checkable
@@ -36,7 +36,7 @@ class FineBackend(Protocol):
     def __exit__(self, *exc_info: object) -> None: ...
 
 
-class WorkerBackend:
+class WorkerBackend(Closeable):
     """Lifecycle shared by the backends that hold workers (threads, processes, Ray actors).
 
     ``propagate`` and :meth:`close` are serialised by ``_lock``; :meth:`close` releases the
@@ -63,9 +63,3 @@ class WorkerBackend:
                 return
             self._closed = True
             self._release()
-
-    def __enter__(self: _Backend) -> _Backend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from parapush.lifecycle import Closeable
 from parapush.physics.fine import FineModel
 
 
-class SerialBackend:
+class SerialBackend(Closeable):
     """Runs :meth:`FineModel.propagate` on the calling thread (``workers = 1``)."""
 
     def __init__(self, fine_model: FineModel) -> None:
@@ -21,10 +22,4 @@ class SerialBackend:
         return self.fine_model.propagate(states, controls, durations, dynamic=dynamic)
 
     def close(self) -> None:
-        pass
-
-    def __enter__(self) -> SerialBackend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        """Nothing to release: the model runs on the calling thread."""

@@ -7,6 +7,12 @@ placeholders, the bench, and the figure names that fill them (``name[i]`` picks 
 list); the phrase, formatted with the reference's values, must stand in the README
 (whitespace and line breaks collapsed). A missing reference file fails the test: re-run its
 bench with ``--reference`` and commit the file.
+
+Figures measured by a program or a test rather than a bench (the demo's ``isrr2019`` run, the
+fault tests) come in a reference file that names its ``source`` and keeps the run's raw results
+(``run``/``runs``, the metrics.json entries); its ``figures`` must be what
+:data:`DERIVED_FIGURES` computes from those, so a changed raw result, a changed figure and a
+changed README phrase each fail.
 """
 
 from __future__ import annotations
@@ -314,7 +320,93 @@ FIGURES = (
         tuple(f"identified_grid_k5_all_{key}" for key in REAL_PUSH_KEYS),
         (".2f",) * 4,
     ),
+    Figure(
+        "`isrr2019` (`python -m parapush.programs.demo --planner isrr2019`, one run, load {}-{}; "
+        "`bench/reference/demo_isrr2019.json`): {} s task, waited {} s ({} %), re-plan p50/p95 {}/{} s",
+        "demo_isrr2019",
+        ("load_min", "load_max", "task_time_s", "waiting_time_s", "waiting_percent", "replan_p50_s", "replan_p95_s"),
+        (".1f", ".1f", ".1f", ".1f", ".0f", ".2f", ".2f"),
+    ),
+    Figure(
+        "(`test/system/test_demo_faults.py`, its short scene, one run each; {} min, load {}-{}; "
+        "`bench/reference/demo_faults.json`)",
+        "demo_faults",
+        ("benchmark_minutes", "load_min", "load_max"),
+        (".1f", ".1f", ".1f"),
+    ),
+    Figure(
+        "`prediction_service_killed` the MPC re-plans with a local engine, {};",
+        "demo_faults",
+        ("prediction_service_killed_outcome",),
+        ("s",),
+    ),
+    Figure(
+        "`pusher_untracked` (0.5 s) zero command {} ms after the estimator's last valid state, {};",
+        "demo_faults",
+        ("pusher_untracked_zero_after_last_valid_ms", "pusher_untracked_outcome"),
+        (".0f", "s"),
+    ),
+    Figure(
+        "`target_untracked` (3 s) the MPC pauses with the pusher stopped (zero command {} s after the loss: the sim "
+        "profile's 0.3 s estimator timeout) and resumes, {};",
+        "demo_faults",
+        ("target_untracked_zero_after_loss_s", "target_untracked_outcome"),
+        (".2f", "s"),
+    ),
+    Figure(
+        "`natnet_loss` ({} %) {};",
+        "demo_faults",
+        ("natnet_loss_percent", "natnet_loss_outcome"),
+        (".0f", "s"),
+    ),
+    Figure(
+        "`gripper_fault` and `arm_fault` the executor latches a stop (gripper fault 0x08 / pusher does not follow) "
+        "and the goal ends {} / {} with that reason, zero command {} ms / {} ms after the injection",
+        "demo_faults",
+        ("gripper_fault_outcome", "arm_fault_outcome", "gripper_fault_stop_ms", "arm_fault_stop_ms"),
+        ("s", "s", ".0f", ".0f"),
+    ),
 )
+
+
+def one_minute_loads(reference: dict) -> tuple[float, float]:
+    """The 1-minute load average before and after the run."""
+    return reference["load_average"]["before"][0], reference["load_average"]["after"][0]
+
+
+def demo_run_figures(reference: dict) -> dict:
+    """The README's figures of one demo run (``run``: its metrics.json)."""
+    run = reference["run"]
+    loads = one_minute_loads(reference)
+    return {"load_min": min(loads), "load_max": max(loads), "task_time_s": run["task_time_s"],
+            "waiting_time_s": run["waiting_time_s"], "waiting_percent": 100 * run["waiting_share"],
+            "replan_p50_s": run["replan_p50_s"], "replan_p95_s": run["replan_p95_s"], "planner": run["planner"],
+            "outcome": run["outcome"]}
+
+
+def demo_fault_figures(reference: dict) -> dict:
+    """The README's fault figures from test_demo_faults' runs (``runs``: each fault's metrics.json
+    entries) and its printed measurement of the pusher-untracked stop (``printed``)."""
+    runs = reference["runs"]
+    loads = one_minute_loads(reference)
+    lost = next(line for line in reference["printed"] if line.startswith("pusher lost:"))
+    zero = re.search(r"zero arm command ([\d.]+) s after the last valid state", lost)
+    loss = re.fullmatch(r"faults\.natnet_loss = ([\d.]+)", runs["natnet_loss"]["fault"]["detail"])
+    figures = {
+        "benchmark_minutes": reference["wall_seconds"] / 60.0, "load_min": min(loads), "load_max": max(loads),
+        "pusher_untracked_zero_after_last_valid_ms": 1e3 * float(zero.group(1)),
+        "target_untracked_zero_after_loss_s": runs["target_untracked"]["fault"]["first_zero_twist_after_s"],
+        "natnet_loss_percent": 100 * float(loss.group(1)),
+        "gripper_fault_stop_ms": 1e3 * runs["gripper_fault"]["fault"]["stop_twist_after_s"],
+        "arm_fault_stop_ms": 1e3 * runs["arm_fault"]["fault"]["stop_twist_after_s"],
+    }
+    figures.update({f"{name}_outcome": run["outcome"] for name, run in runs.items()})
+    return figures
+
+
+DERIVED_FIGURES: dict[str, Callable[[dict], dict]] = {"demo_isrr2019": demo_run_figures,
+                                                     "demo_faults": demo_fault_figures}
+"""Reference files whose figures are computed from the raw results they keep, and how."""
 
 
 def collapse(text: str) -> str:
@@ -355,13 +447,47 @@ def test_reference_files_say_where_they_came_from(path: Path) -> None:
     quick = reference.get("quick", False)
     variant = reference.get("variant", "")
     assert reference["bench"] + ("_quick" if quick else "") + (f"_{variant}" if variant else "") == path.stem
-    assert reference["command"].startswith(f"python bench/{reference['bench']}.py")
-    assert "--reference" in reference["command"].split()
-    assert ("--quick" in reference["command"].split()) == quick
+    if "source" in reference:  # measured by a program or a test, not a bench: see DERIVED_FIGURES
+        source = reference["source"]
+        assert (ROOT / source).is_file(), source
+        program = source.removeprefix("src/").removesuffix(".py").replace("/", ".")
+        assert reference["command"].startswith(
+            f"python -m pytest {source}" if source.startswith("test/") else f"python -m {program}")
+        assert re.fullmatch(r"[0-9a-f]{40}", reference["commit"]) and reference["wall_seconds"] > 0
+        assert path.stem in DERIVED_FIGURES, f"{path.name}: no derivation of its figures"
+    else:
+        assert reference["command"].startswith(f"python bench/{reference['bench']}.py")
+        assert "--reference" in reference["command"].split()
+        assert ("--quick" in reference["command"].split()) == quick
+        assert (ROOT / "bench" / f"{reference['bench']}.py").exists()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", reference["date"])
     assert reference["machine"]["nproc"] >= 1 and reference["machine"]["cpu_model"]
     assert len(reference["load_average"]["before"]) == 3 and len(reference["load_average"]["after"]) == 3
-    assert (ROOT / "bench" / f"{reference['bench']}.py").exists()
+
+
+@pytest.mark.parametrize("stem", sorted(DERIVED_FIGURES))
+def test_derived_figures_are_computed_from_the_kept_results(stem: str) -> None:
+    """A program's or a test's reference: its figures are what its raw results give, so editing
+    either alone fails (and the README phrases above are compared with the figures)."""
+    reference = json.loads((REFERENCE / f"{stem}.json").read_text())
+    assert reference["figures"] == DERIVED_FIGURES[stem](reference)
+
+
+FAULTS = ("prediction_service_killed", "pusher_untracked", "target_untracked", "natnet_loss", "gripper_fault",
+          "arm_fault")
+"""Every ``demo --fault`` (parapush.programs.demo_faults.FAULTS, which needs ROS to import)."""
+
+
+def test_the_fault_runs_are_complete_and_stopped_for_the_stated_reasons() -> None:
+    """demo_faults.json holds one injected run of every fault; the latched stops name the README's
+    reasons (gripper fault 0x08 / pusher does not follow), and the goal's reason is the executor's."""
+    runs = json.loads((REFERENCE / "demo_faults.json").read_text())["runs"]
+    assert tuple(runs) == FAULTS
+    assert all(run["fault"]["name"] == name and run["fault"]["injected"] for name, run in runs.items())
+    for name, named in (("gripper_fault", "gFLT=0x08"), ("arm_fault", "does not follow")):
+        run = runs[name]
+        assert named in run["failure_reason"], (name, run["failure_reason"])
+        assert run["failure_reason"] == run["fault"]["executor_stop_reason"]
 
 
 def test_every_reference_file_is_quoted() -> None:
@@ -378,6 +504,8 @@ SECTIONS_WITH_FIGURES = (
     ("### The prediction service on a Ray cluster", "## Running several stacks"),
     ("Pooled over the five objects", "![Recorded and predicted paths"),
     ("| square `rect1` |", "The world meets every target"),
+    ("say so. `isrr2019`", "`bash scripts/run demo --fault NAME`"),
+    ("`bash scripts/run demo --fault NAME` injects", "A body that is not tracked"),
 )
 """README passages (start, end marker) whose measured figures must all be traced."""
 MEASURED = re.compile(r"~?<?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?:x| ?(?:%|ms|mm|deg))(?!\w)")
@@ -409,3 +537,18 @@ def test_a_changed_figure_is_caught() -> None:
     phrase = expected_phrase(figure)
     changed = re.sub(r"\d", lambda digit: str((int(digit.group()) + 1) % 10), phrase, count=1)
     assert changed != phrase and changed not in collapse(README.read_text())
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_changed_fault_outcome_is_caught(fault: str) -> None:
+    """Not vacuous for the fault outcomes either: a run that ended otherwise than the README says
+    (the other of SUCCESS / ERROR) gives a phrase the README does not hold."""
+    figure = next(figure for figure in FIGURES if f"{fault}_outcome" in figure.names)
+    reference = json.loads((REFERENCE / "demo_faults.json").read_text())
+    run = reference["runs"][fault]
+    run["outcome"] = {"SUCCESS": "ERROR", "ERROR": "SUCCESS"}[run["outcome"]]
+    figures = demo_fault_figures(reference)
+    cells = [form(figures[name]) if callable(form) else format(figures[name], form)
+             for name, form in zip(figure.names, figure.formats, strict=True)]
+    changed = collapse(figure.phrase.format(*cells))
+    assert changed != expected_phrase(figure) and changed not in collapse(README.read_text())

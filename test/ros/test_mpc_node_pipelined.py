@@ -112,7 +112,8 @@ def test_the_pusher_does_not_stop_between_controls(ros_context, spinning, files)
 
 def test_a_late_plan_runs_the_fallback_once_then_the_pusher_stands_still(ros_context, spinning, files):
     node, plant, client = start(ros_context, spinning, files, state_timeout=STATE_TIMEOUT)
-    node.model = SlowPrediction(node.model, delay=0.6)  # every re-plan > 2 control periods
+    # every re-plan > 2 control periods (the node's local predictor is every goal's corrector)
+    node.models.predictor = SlowPrediction(node.models.predictor, delay=0.6)
     try:
         result, feedback = run_goal(client, max_controls=4)
         assert result.outcome in (PushObject.Result.OUTCOME_SUCCESS, PushObject.Result.OUTCOME_MAX_CONTROLS), (

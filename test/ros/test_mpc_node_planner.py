@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from parareal_pushing.action import PushObject
 from rclpy.parameter import Parameter
 
 from parapush.graph import config_dir
 from parapush.nodes.mpc import MpcNode
+from parapush.planning.push_goal import PushGoal
 from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.scene import load_scene
 
@@ -49,7 +49,7 @@ def test_the_benchmark_builds_the_planner_the_node_builds(ros_context, realtime_
     try:
         sources = PlannerSources.load()
         scene = load_scene(config_dir() / "scenes" / SCENE_FILE)
-        node_planner = node.goal_planner(PushObject.Goal(planner=planner), node.scene)
+        node_planner = node.goal_planner(PushGoal(scene=node.scene, planner=planner or None))
         name = planner or sources.preset.name
         assert node_planner.preset.name == name
         assert realtime_mpc.planner_overrides(name, sources) == ({} if not planner else {"preset": planner})

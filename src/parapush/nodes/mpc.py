@@ -10,31 +10,18 @@ estimator), controls to the executor on ``controls``. A goal's loop runs in a th
 own while the node spins single-threaded (its callbacks only store the latest scene state's
 bytes, flags and answers), so a re-plan competes with as little of this process as possible.
 
-Construction: the goal's planner comes from :func:`parapush.planning.stack_planner.build_planner`
-(:meth:`MpcNode.goal_planner`), the one path the benchmarks use too, from ``planner_config``,
-the ``model.*`` parameters (config/model.yaml) and ``planner`` (config/mpc.yaml). A pipelined
-re-plan has a time budget (anytime planning: ``PipelineSettings.replan_budget``, the control
-duration less the pipeline's margin); the planner then returns its best plan.
+This node converts messages, declares parameters and calls the core: a goal's fields are
+checked by :class:`parapush.planning.push_goal.PushGoal` (an invalid goal is aborted with the
+reason); its planner comes from :func:`parapush.planning.stack_planner.build_planner`
+(:meth:`MpcNode.goal_planner`, the benchmarks' path too) with the models of
+:class:`parapush.planning.goal_models.GoalModels`: the corrector from the prediction service
+(``prediction_source: service``) or a local engine, failing over as ``on_service_loss`` says
+when the service is lost (issue 17), and the coarse search model.
 
 Live tuning (issue 31): cost weights and planner settings are writable parameters
 (:mod:`parapush.nodes.mpc_tuning`; ``ros2 param set /mpc costs.smoothness.weight 0.5``), validated
 by the settings' own checks; a running goal applies a change at its next re-plan and its feedback's
 ``event`` reports it; structural ones (horizon, control duration, ``mpc.*``) apply from the next goal.
-
-Predictions: the loop's model (the multi-fidelity planner's corrector) is the node's
-predictor, from the prediction service (``prediction_source: service``) or from a local
-engine, both built from the ``model.*`` settings (config/model.yaml); a goal may ask for
-another model or K. The coarse search model is ``model.coarse_model`` of the same settings
-(its weights and fine settings), built in this node whatever the prediction source: coarse
-models are cheap, and a re-plan runs ~15 coarse searches that a round trip each would slow.
-
-A lost prediction service (issue 17): each call has a deadline, the planner's re-plan budget
-(one control period when pipelined; the optimizer's time budget when sequential), so a service
-that died is noticed within it; the pusher meanwhile does what the loop does for a late plan
-(never moves without one), and ``on_service_loss`` decides: re-plan with a local engine built
-from the same ``model.*`` settings (default), wait for the service (``service_wait_limit``), or
-end the goal (:class:`parapush.prediction.failover.FailoverPrediction`). The feedback's
-``event`` says what happened.
 
 A stop latched by the executor (``executor_status``, transient local: ``stop_latched`` True,
 e.g. the pusher does not follow its commands, a gripper fault) ends the running goal at the
@@ -46,16 +33,15 @@ re-plans from the state that resumes it when a body is farther than the pipeline
 ``replan_distance`` from the prediction (e.g. bumped while occluded).
 
 Feedback when each control starts: step, cost, distance, re-plan time, waiting time, task
-time, fallback, event (:data:`BUDGET_CUT_EVENT` among them when the time budget cut the
-plan), control and the predicted trajectory (also published on ``planned_trajectory``). The
-result adds planning, waiting and task time and the re-plan p50/p95 (definitions in
+time, fallback, event (what happened: service loss, tuning, :data:`BUDGET_CUT_EVENT`), control
+and the predicted trajectory (also published on ``planned_trajectory``). The result adds
+planning, waiting and task time and the re-plan p50/p95 (definitions in
 :mod:`parapush.planning.task_run`). Cancelling a goal stops the pusher at once (an empty
 ControlSequence tells the executor to stop).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 import traceback
@@ -84,16 +70,15 @@ from parapush.nodes.parameters import (
     settings_from_parameters,
 )
 from parapush.nodes.prediction_client import ServicePrediction, ServicePredictionError
-from parapush.parareal import MODELS
 from parapush.planning import MpcOutcome, PlannerConfigError, load_planner_config
-from parapush.planning.engine_prediction import EnginePrediction
+from parapush.planning.goal_models import GoalModels, ServiceSettings
 from parapush.planning.live_settings import Change, PlanRetuner
 from parapush.planning.presets import DEFAULT_PRESET, PRESETS, BuiltPlanner, planner_preset
-from parapush.planning.stack_planner import PlannerSources, build_planner, coarse_model_for
+from parapush.planning.push_goal import PushGoal
+from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.planning.task_run import TaskReport, TaskStep, run_task
 from parapush.prediction import ModelConfig
-from parapush.prediction.failover import SERVICE_LOSS_POLICIES, FailoverPrediction
-from parapush.scene import GoalRegion, SceneError
+from parapush.prediction.failover import SERVICE_LOSS_POLICIES
 from parapush.sim.model_world import scene_initial_state
 
 PARAMETERS = (
@@ -117,6 +102,9 @@ PARAMETERS = (
     ParameterSpec("service_wait_limit", 60.0, "s to wait for a lost prediction service (on_service_loss: wait)",
                   minimum=0.0, maximum=3600.0),
 )
+
+SERVICE_PARAMETERS = ("service_timeout", "on_service_loss", "service_wait_limit")
+"""The parameters of :class:`~parapush.planning.goal_models.ServiceSettings` (same names)."""
 
 BUDGET_CUT_EVENT = "the re-plan's time budget cut its search (its best plan so far runs)"
 """The feedback's ``event`` when a step's plan was cut by its time budget (``TaskStep.budget_cut``,
@@ -161,17 +149,15 @@ class MpcNode(Node):
                                       preset=planner_preset(values["planner"]))
         # writable: cost weights and planner settings (live tuning, parapush.nodes.mpc_tuning)
         self.tuning = declare_tuning(self, self.sources, self.scene, on_change=self._on_tuned)
-        callbacks = ReentrantCallbackGroup()
+        self._events: list[str] = []  # what happened since the last feedback
         # Both sources predict with the engine of the same model.* settings (config/model.yaml):
         # here, or in the prediction service. A request leaves model and K unset unless a goal sets them.
+        service = None
         if values["prediction_source"] == "service":
-            self.model = ServicePrediction(self, self.scene, timeout=values["service_timeout"])
-        else:
-            self.model = EnginePrediction.build(self.scene, self.model_config)
-        self._coarse: dict[bool, object] = {}  # the coarse search model by resolve_overlaps
-        self._local_engine: EnginePrediction | None = None  # built when the prediction service is lost
-        self._events: list[str] = []  # what happened since the last feedback
-        self._service_seen = False  # later goals wait for the service only a call's deadline
+            service = ServicePrediction(self, self.scene, timeout=values["service_timeout"])
+        settings = ServiceSettings(**{name: values[name] for name in SERVICE_PARAMETERS})
+        self.models = GoalModels(self.scene, self.model_config, service=service, settings=settings,
+                                 lost_errors=(ServicePredictionError,), on_event=self._on_event)
         self._state_lock = threading.Lock()
         # scene_state arrives at the mocap rate (120 Hz) while a re-plan runs in this process: the
         # callback only keeps the CDR bytes (raw); a state is deserialized when the loop looks at it.
@@ -188,31 +174,24 @@ class MpcNode(Node):
         self._closing = threading.Event()
         self._goal_done = self.create_guard_condition(lambda: None)  # wakes the executor when a goal ends
         self._goal_thread: threading.Thread | None = None
-        self._action = ActionServer(
-            self,
-            PushObject,
-            "push_object",
-            execute_callback=self._execute,
-            goal_callback=self._on_goal,
-            cancel_callback=lambda _: CancelResponse.ACCEPT,
-            callback_group=callbacks,
-        )
-        if isinstance(self.model, ServicePrediction):
-            threading.Thread(target=self._connect_prediction_service, name="prediction service connection",
-                             daemon=True).start()
-        coarse = type(self._coarse_model(self.sources.preset)).__name__
+        self._action = ActionServer(self, PushObject, "push_object", execute_callback=self._execute,
+                                    goal_callback=self._on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
+                                    callback_group=ReentrantCallbackGroup())
+        if service is not None:
+            threading.Thread(target=self._connect_prediction_service, args=(service,),
+                             name="prediction service connection", daemon=True).start()
+        coarse = type(self.models.coarse(self.sources.preset)).__name__
         self.get_logger().info(
             f"ready: scene '{self.scene.name}', planner {values['planner']}, model {self.model_config.name} "
             f"(K={self.model_config.iterations}) via {values['prediction_source']}, coarse search with {coarse}"
         )
 
-    def _connect_prediction_service(self) -> None:
+    def _connect_prediction_service(self, model: ServicePrediction) -> None:
         """Once the prediction service is up, ask it one small prediction (the scene's initial state,
         one zero control of the default preset's duration), so DDS has matched both directions of
         the service before a goal's first plan: measured in the demo, the first call of a run took
         0.3 s longer than its 0.05 s solve, all of it in the plan the pusher stands still for; later
         calls ~5 ms longer."""
-        model = self.model
         try:
             if not model.wait_until_ready(self.values["service_timeout"]):
                 return  # a goal reports the missing service (and applies on_service_loss)
@@ -220,18 +199,6 @@ class MpcNode(Node):
             model.predict(scene_initial_state(self.scene), np.zeros((1, 1, 2)), np.array([duration]))
         except (ServicePredictionError, RuntimeError) as error:  # not fatal: the goal's calls tell
             self.get_logger().info(f"prediction service not reached at start-up: {error}")
-
-    def _coarse_model(self, preset):
-        """The multi-fidelity planner's coarse propagator (:func:`coarse_model_for`: ``model.coarse_model``
-        of the model config with its weights and fine settings; ``auto``: the learned model wherever
-        its trained geometry fits, obstacle scenes included, where the planner ignores obstacles
-        for prediction: the analytical model failed them all in the preset's tuning), built
-        here once (cheap; no round trip to the prediction service for each coarse search)."""
-        if preset.coarse is None:
-            return None
-        if preset.coarse_resolves_overlaps not in self._coarse:
-            self._coarse[preset.coarse_resolves_overlaps] = coarse_model_for(self.scene, preset, self.model_config)
-        return self._coarse[preset.coarse_resolves_overlaps]
 
     def _on_executor_status(self, message: DiagnosticStatus) -> None:
         latched = any(value.key == "stop_latched" and value.value == "True" for value in message.values)
@@ -256,72 +223,23 @@ class MpcNode(Node):
         return GoalResponse.ACCEPT
 
     # -- one goal ---------------------------------------------------------------------------
-    def _task_scene(self, goal: PushObject.Goal):
-        target = goal.target_object or self.scene.target
-        if target not in self.scene.object_names:
-            raise ValueError(f"target_object: unknown object {target!r}; the scene has {list(self.scene.object_names)}")
-        for name in ("goal_x", "goal_y", "goal_radius"):
-            if not np.isfinite(getattr(goal, name)):
-                raise ValueError(f"{name}: must be finite")
-        if goal.goal_radius <= 0.0:
-            raise ValueError(f"goal_radius: must be > 0, got {goal.goal_radius}")
-        if not self.scene.table.contains(goal.goal_x, goal.goal_y):
-            raise ValueError(f"goal_x, goal_y: ({goal.goal_x}, {goal.goal_y}) is not on the table")
-        if goal.model and goal.model not in MODELS:
-            raise ValueError(f"model: expected one of {list(MODELS)}, got {goal.model!r}")
-        if goal.iterations < -1:
-            raise ValueError(f"iterations: must be >= 0 or -1, got {goal.iterations}")
-        try:
-            region = GoalRegion(center=(goal.goal_x, goal.goal_y), radius=goal.goal_radius)
-            return dataclasses.replace(self.scene, goal=region, target=target)
-        except SceneError as error:
-            raise ValueError(str(error)) from None
+    def _push_goal(self, goal: PushObject.Goal) -> PushGoal:
+        """The goal message's fields checked against the node's scene (ValueError naming the field)."""
+        return PushGoal.from_interface(
+            self.scene, target_object=goal.target_object, goal_x=goal.goal_x, goal_y=goal.goal_y,
+            goal_radius=goal.goal_radius, max_controls=goal.max_controls, model=goal.model,
+            iterations=goal.iterations, planner=goal.planner)
 
-    def _model_for(self, goal: PushObject.Goal, sources: PlannerSources):
-        """The predictive model for this goal: the node's, asking for the preset's corrector
-        (``PlannerPreset.corrector_config``: its model and K) or the goal's model/K if it sets them;
-        through the service with a per-call deadline (the preset's re-plan budget) and the
-        ``on_service_loss`` policy."""
-        preset = sources.preset
-        corrector = preset.corrector_config(self.model_config)
-        model = goal.model or corrector.name
-        iterations = corrector.iterations if goal.iterations == -1 else goal.iterations
-        if not isinstance(self.model, ServicePrediction):
-            if not goal.model and goal.iterations == -1 and preset.model is None:
-                return self.model  # the model config's own model and K
-            return self.model.configured(model=model, iterations=iterations)
-        settings = preset.optimizer_settings(sources.planner.optimizer)
-        budget = settings.time_budget if preset.loop == "sequential" and settings.time_budget else \
-            settings.control_duration
-        primary = self.model.configured(model=model, iterations=iterations)
-        primary.timeout = min(self.values["service_timeout"], budget)
-        if not self._service_seen:  # start-up: the service may come up after this node
-            self._service_seen = self.model.wait_until_ready(self.values["service_timeout"])
-
-        def local_engine():
-            if self._local_engine is None:
-                self._local_engine = EnginePrediction.build(self.scene, self.model_config)
-            return self._local_engine.configured(model=model, iterations=iterations)
-
-        def service_back(timeout: float) -> bool:
-            if self._closing.is_set():
-                raise ServicePredictionError("predict_trajectory: the node is shutting down")
-            return primary.wait_until_ready(timeout)
-
-        return FailoverPrediction(primary, lost_errors=(ServicePredictionError,),
-                                  policy=self.values["on_service_loss"], make_backup=local_engine,
-                                  wait_for_primary=service_back,
-                                  wait_limit=self.values["service_wait_limit"], on_event=self._on_event)
-
-    def goal_planner(self, goal: PushObject.Goal, scene) -> BuiltPlanner:
+    def goal_planner(self, goal: PushGoal) -> BuiltPlanner:
         """The goal's planner: :func:`build_planner` of this node's sources (the goal's preset if it
-        names one) with the tuned parameters' values; its corrector is the node's predictor, which
-        the built planner does not own. Before each plan its loop applies later live changes
+        names one) with the tuned parameters' values; its corrector is the node's predictor
+        (:class:`~parapush.planning.goal_models.GoalModels`), which the built planner does not own.
+        Before each plan its loop applies later live changes
         (:class:`~parapush.planning.live_settings.PlanRetuner`)."""
         version = self.tuning.version()
-        sources = self.tuning.sources(goal.planner or None)
-        built = build_planner(scene, sources, model=self._model_for(goal, sources),
-                              coarse=self._coarse_model(sources.preset))
+        sources = self.tuning.sources(goal.planner)
+        built = build_planner(goal.scene, sources, model=self.models.corrector(goal, sources),
+                              coarse=self.models.coarse(sources.preset))
         built.loop.before_plan = PlanRetuner(self.tuning, built, version, self._report_tuning)
         return built
 
@@ -372,17 +290,15 @@ class MpcNode(Node):
             self._busy.release()
 
     def _run_goal(self, goal_handle):
-        goal = goal_handle.request
         result = PushObject.Result()
         started = time.monotonic()
         try:
-            scene = self._task_scene(goal)
-            planner_preset(goal.planner or self.values["planner"])
+            goal = self._push_goal(goal_handle.request)
         except ValueError as error:
             return self._abort(goal_handle, result, PushObject.Result.OUTCOME_ERROR, f"invalid goal: {error}", started)
+        scene = goal.scene
         self._events.clear()
-        built = self.goal_planner(goal, scene)
-        preset = built.preset
+        built = self.goal_planner(goal)
 
         def cancel_requested() -> bool:
             return goal_handle.is_cancel_requested or self._closing.is_set()
@@ -390,14 +306,14 @@ class MpcNode(Node):
         world = RosAsyncWorld(self, cancel_requested=cancel_requested, settle_time=self.values["settle_time"],
                               state_timeout=self.values["state_timeout"], latched_stop=self.executor_stop,
                               on_event=self._on_event)
-        report = run_task(built, world, max_controls=goal.max_controls or None,
+        report = run_task(built, world, max_controls=goal.max_controls,
                           callback=lambda step: self._feedback(goal_handle, scene, step),
                           should_cancel=cancel_requested)
         self._fill_result(result, scene, report, started)
         if world.executor_stop is not None:  # the executor stopped the pusher: its reason ends the goal
             result.failure_reason = world.executor_stop
         self.get_logger().info(
-            f"goal finished ({preset.name}): {report.outcome.name} after {report.controls_executed} controls "
+            f"goal finished ({built.preset.name}): {report.outcome.name} after {report.controls_executed} controls "
             f"({report.failure_reason or 'in the goal region'}); task {result.total_time:.1f} s, waiting "
             f"{report.waiting_time:.1f} s, planning {report.planning_time:.1f} s, re-plan p50/p95 "
             f"{report.replan_p50:.2f}/{report.replan_p95:.2f} s, {report.budget_cuts} search(es) cut by the time budget"
@@ -469,10 +385,7 @@ class MpcNode(Node):
     def close(self) -> None:
         """Stop a running goal (the pusher stops) and wait for its thread, while the node can still publish."""
         self._closing.set()  # the running goal's world sees it and stops the pusher
-        for model in (self.model, self._local_engine):
-            close = getattr(model, "close", None)
-            if callable(close):
-                close()
+        self.models.close()
         if self._goal_thread is not None:
             self._goal_thread.join(timeout=CLOSE_TIMEOUT)
 

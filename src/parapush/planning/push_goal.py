@@ -1,0 +1,103 @@
+"""A push goal (the ``push_object`` action's goal) as typed values checked against the scene.
+
+The action's goal message cannot send None: its ``target_object``, ``model`` and ``planner``
+write "unset" as ``""``, ``max_controls`` as ``0`` and ``iterations`` as ``-1``
+(:func:`parapush.prediction.request.iterations_from_interface`). :meth:`PushGoal.from_interface`
+turns those fields into a :class:`PushGoal` (None for unset) and checks them against the node's
+scene; the MPC node (:mod:`parapush.nodes.mpc`) only copies the message's fields into it, and
+aborts a goal it refuses with the ValueError's message, which names the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from parapush.parareal.solver import MODELS
+from parapush.planning.presets import planner_preset
+from parapush.prediction.request import iterations_from_interface
+from parapush.scene import GoalRegion, Scene, SceneError
+from parapush.validation import check_choice, check_instance, check_integer
+
+__all__ = ["PushGoal"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushGoal:
+    """One push goal: the task, and what it asks of the planner (None: the node's default).
+
+    Attributes:
+        scene: the scene to push in, with this goal's target (``scene.target``) and goal region
+            (``scene.goal``, m).
+        planner: the planner preset's name (:data:`parapush.planning.presets.PRESETS`).
+        model: the corrector's predictive model, one of :data:`parapush.parareal.MODELS`.
+        iterations: Parareal K of the corrector, >= 0.
+        max_controls: controls to execute before giving up, >= 1.
+    Raises:
+        ValueError: naming the field (an unknown preset: as :func:`planner_preset` says it).
+    """
+
+    scene: Scene
+    planner: str | None = None
+    model: str | None = None
+    iterations: int | None = None
+    max_controls: int | None = None
+
+    def __post_init__(self) -> None:
+        check_instance("scene", self.scene, Scene)
+        if self.model is not None:
+            check_choice("model", self.model, MODELS)
+        if self.iterations is not None:
+            check_integer("iterations", self.iterations, minimum=0)
+        if self.max_controls is not None:
+            check_integer("max_controls", self.max_controls, minimum=1)
+        if self.planner is not None:
+            planner_preset(self.planner)
+
+    @classmethod
+    def from_interface(
+        cls,
+        scene: Scene,
+        *,
+        target_object: str = "",
+        goal_x: float,
+        goal_y: float,
+        goal_radius: float,
+        max_controls: int = 0,
+        model: str = "",
+        iterations: int = -1,
+        planner: str = "",
+    ) -> PushGoal:
+        """The goal of the action's fields (module docstring) in ``scene`` (the node's).
+
+        Args:
+            scene: the node's scene; the goal replaces its target and goal region.
+            target_object: an object of ``scene``; ``""``: the scene's target.
+            goal_x, goal_y: m, the goal region's centre, on the table.
+            goal_radius: m, > 0, the goal region's radius.
+            max_controls: ``0``: the planner's default.
+            model: ``""``: the preset's corrector.
+            iterations: ``-1``: the preset's (or the model config's) K.
+            planner: ``""``: the node's preset.
+        Raises:
+            ValueError: naming the first field that is not valid.
+        """
+        target = target_object or scene.target
+        if target not in scene.object_names:
+            raise ValueError(f"target_object: unknown object {target!r}; the scene has {list(scene.object_names)}")
+        for name, value in (("goal_x", goal_x), ("goal_y", goal_y), ("goal_radius", goal_radius)):
+            if not math.isfinite(value):
+                raise ValueError(f"{name}: must be finite")
+        if goal_radius <= 0.0:
+            raise ValueError(f"goal_radius: must be > 0, got {goal_radius}")
+        if not scene.table.contains(goal_x, goal_y):
+            raise ValueError(f"goal_x, goal_y: ({goal_x}, {goal_y}) is not on the table")
+        k = iterations_from_interface(iterations)
+        try:
+            region = GoalRegion(center=(goal_x, goal_y), radius=goal_radius)
+            task_scene = dataclasses.replace(scene, goal=region, target=target)
+        except SceneError as error:
+            raise ValueError(str(error)) from None
+        return cls(scene=task_scene, planner=planner or None, model=model or None, iterations=k,
+                   max_controls=max_controls or None)

@@ -17,7 +17,6 @@ Layout (every section optional except ``costs``; omitted fields take the default
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,20 +70,11 @@ _SECTIONS = {"optimizer": OptimizerSettings, "mpc": MpcSettings}
 
 
 def _section(data: Mapping[str, Any], name: str) -> Any:
-    kind = _SECTIONS[name]
-    values = data.get(name) or {}
-    if not isinstance(values, Mapping):
-        raise PlannerConfigError(f"{name}: expected a mapping, got {type(values).__name__}")
-    known = {item.name for item in dataclasses.fields(kind)}
-    unknown = sorted(str(key) for key in values if key not in known)
-    if unknown:
-        raise PlannerConfigError(f"{name}: unknown field(s) {unknown}; known: {sorted(known)}")
+    """The settings of section ``name`` (omitted: the defaults), read by their declarations."""
     try:
-        return kind(**values)
-    except PlannerConfigError:
-        raise
-    except (TypeError, ValueError) as error:
-        raise PlannerConfigError(f"{name}.{error}") from None
+        return settings_from_mapping(_SECTIONS[name], data.get(name), name)
+    except SettingsError as error:
+        raise PlannerConfigError(str(error)) from None
 
 
 def planner_config_from_dict(data: Any) -> PlannerConfig:

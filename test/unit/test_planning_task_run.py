@@ -65,3 +65,29 @@ def test_a_task_cancelled_after_its_first_control_ends_canceled(preset_name) -> 
     _scene, report, _steps = run(preset_name, steps, should_cancel=lambda: len(steps) >= 1)
     assert report.outcome is MpcOutcome.CANCELED, report.failure_reason
     assert report.controls_executed <= 1  # the sequential loop cancels before executing it
+
+
+def test_a_robust_planner_reports_the_target_s_belief_narrowing_as_it_pushes() -> None:
+    from parapush.physics.fine import FineModel
+
+    scene = tiny_scene()
+    fine = FineModel(scene, ModelConfig().fine)
+    robust_config = planner_config_from_dict({
+        "optimizer": {"max_iterations": 3, "samples": 8, "seed": 0}, "mpc": {"max_controls": 4},
+        "costs": {"goal_distance": {"weight": 1.0}, "smoothness": {"weight": 0.1}},
+        "robust": {"samples": 3, "risk": {"kind": "cvar", "alpha": 0.5}},
+    })
+    sources = PlannerSources(planner=robust_config, model=ModelConfig(), preset=PRESETS["realtime"])
+    built = build_planner(scene, sources, model=glued_model(scene), coarse=GluedPropagator(scene.layout))
+    steps: list = []
+    with built:
+        prior = built.robust.spread()
+        world = VirtualClockWorld(PropagatorPhysics(fine, initial_state(scene)), clock=lambda: 0.0)  # whole steps
+        report = run_task(built, world,
+                          callback=steps.append)
+        assert built.robust.belief.updates >= 1  # pushes of the world (the fine model) moved the belief
+    assert len(steps) >= 2 and all(step.parameter_estimate.shape == (5,) for step in steps)
+    np.testing.assert_allclose(steps[0].parameter_spread, prior)  # the first control: nothing observed yet
+    assert report.parameter_estimate.shape == (5,) and not np.allclose(report.parameter_spread, prior)
+    _, nominal, nominal_steps = run("realtime")
+    assert nominal.parameter_estimate.shape == (0,) and nominal_steps[0].parameter_spread.shape == (0,)

@@ -58,6 +58,9 @@ class TaskStep:
         predicted_trajectory: (N+1, D) the plan's predicted states ((0, D) for a fallback).
         budget_cut: whether the re-plan's time budget cut a search of its plan (anytime planning:
             the best plan found by then; False for a fallback).
+        parameter_estimate: (5,) the target's parameter estimate when it started (robust
+            planning, order of ``PARAMETER_NAMES``: kg, -, -, m, m); (0,) for a nominal planner.
+        parameter_spread: (5,) its standard deviation per parameter; (0,) for a nominal planner.
     """
 
     step: int
@@ -73,6 +76,8 @@ class TaskStep:
     planned_controls: np.ndarray
     predicted_trajectory: np.ndarray
     budget_cut: bool = False
+    parameter_estimate: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+    parameter_spread: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,8 @@ class TaskReport:
         fallbacks: controls run as a late plan's fallback.
         replans_from_observation: re-plans because the observation disagreed with the prediction.
         budget_cuts: searches (optimize calls) the time budget cut.
+        parameter_estimate, parameter_spread: (5,) the target's belief at the end (robust
+            planning); (0,) for a nominal planner.
     """
 
     preset: str
@@ -106,6 +113,8 @@ class TaskReport:
     final_distance: float
     final_state: np.ndarray
     budget_cuts: int = 0
+    parameter_estimate: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+    parameter_spread: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
 
     @property
     def success(self) -> bool:
@@ -183,6 +192,17 @@ def _distance_to_goal(scene: Scene, state: np.ndarray) -> float:
     return float(np.hypot(*(target - np.asarray(scene.goal.center, dtype=float))))
 
 
+def _with_belief(callback: Callable[[TaskStep], None] | None, robust: Any) -> Callable[[TaskStep], None] | None:
+    """``callback`` receiving each step with the target's current estimate and spread."""
+    if callback is None:
+        return None
+
+    def with_belief(step: TaskStep) -> None:
+        callback(dataclasses.replace(step, parameter_estimate=robust.estimate(), parameter_spread=robust.spread()))
+
+    return with_belief
+
+
 def run_task(
     built: Any,
     world: AsyncWorld,
@@ -204,6 +224,10 @@ def run_task(
     """
     loop = built.loop
     scene: Scene = loop.scene
+    robust = getattr(built, "robust", None)
+    if robust is not None:  # the belief narrows from the controls the world records, before each plan
+        world = robust.attach(loop, world)
+        callback = _with_belief(callback, robust)
     observed = _ObservedWorld(world, scene.layout.dimension, should_cancel, getattr(loop, "cancel", None))
     recorder = PlanRecorder(loop.optimizer)
     loop.optimizer = recorder
@@ -217,6 +241,9 @@ def run_task(
             report = _run_sequential(built.preset.name, loop, observed, recorder, duration, started, max_controls,
                                      callback, should_cancel)
         report = dataclasses.replace(report, budget_cuts=recorder.budget_cuts)
+        if robust is not None:
+            report = dataclasses.replace(report, parameter_estimate=robust.estimate(),
+                                         parameter_spread=robust.spread())
     finally:
         loop.optimizer = recorder.planner
     canceled = should_cancel is not None and should_cancel()

@@ -105,7 +105,9 @@ def test_reset_world_returns_the_pushed_world_to_the_scene_state(driver_node, ro
     time.sleep(0.3)  # the arm halts (command timeout) and the world settles
     pushed = states.next()
     moved = float(np.linalg.norm(pushed[:2] - initial[:2]))
-    assert moved > 0.03, f"the pusher moved only {moved * 1000:.1f} mm"
+    # 120 mm commanded over 1.5 s of wall clock; a quarter of it is a generous bound for a loaded
+    # machine (late twists let the arm's command timeout halt it); a dead arm moves 0 mm
+    assert moved > 0.03, f"generous bound for a loaded machine: the pusher moved only {moved * 1000:.1f} mm of 120"
 
     future = client.call_async(Trigger.Request())
     deadline = time.monotonic() + 10.0
@@ -129,4 +131,5 @@ def test_reset_world_returns_the_pushed_world_to_the_scene_state(driver_node, ro
     # the arm still follows twists after the reset
     push(tester, publisher, tuple(0.08 * direction), 0.5)
     time.sleep(0.2)
-    assert float(np.linalg.norm(states.next()[:2] - expected[:2])) > 0.01
+    moved = float(np.linalg.norm(states.next()[:2] - expected[:2]))
+    assert moved > 0.01, f"generous bound for a loaded machine: the pusher moved {moved * 1000:.1f} mm of 40 commanded"

@@ -104,7 +104,10 @@ def test_moving_scene_is_estimated_within_1_mm_and_5_mm_per_s(streaming):
     print(f"\nmoving scene: {errors.describe()}; {len(published) - len(messages)} states left out "
           f"(settling), largest frame gap {1e3 * largest_gap(published):.1f} ms, "
           f"server late frames {server.stats().late_frames}")
-    assert len(published) >= 0.95 * delivered > 50, (len(published), delivered)
+    # Counted against the frames the client delivered, not per wall second (a loaded machine
+    # delivers fewer); 50 of the 300 awaited is a generous bound for a loaded machine (8 s at most).
+    assert len(published) >= 0.95 * delivered, (len(published), delivered)
+    assert delivered > 50, f"generous bound for a loaded machine: {delivered} frames delivered in at most 8 s"
     assert len(messages) >= 50, "too few settled states (the stream stalled too often)"
     assert errors.position_rms < 1e-3, errors.describe()
     assert errors.speed_rms < 5e-3, errors.describe()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,13 @@ def check_not_empty(name: str, value: Any) -> str:
     if not value:
         raise ValueError(f"{name}: must not be empty")
     return value
+
+
+def duplicate_names(names: Iterable[str]) -> list[str]:
+    """The names that occur more than once in ``names``, each once, sorted (``[]``: all unique);
+    the caller raises its own error naming them."""
+    names = list(names)
+    return sorted({name for name in names if names.count(name) > 1})
 
 
 def check_fields(instance: Any, check: Callable[[str, Any], Any], *names: str) -> None:

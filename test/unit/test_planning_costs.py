@@ -230,6 +230,12 @@ def test_cost_config_errors_name_the_offending_entries() -> None:
         CostFunction.from_config(scene, {})
 
 
+def test_cost_function_refuses_two_terms_of_one_name() -> None:
+    smoothness = Smoothness(layout=tiny_scene().layout)
+    with pytest.raises(CostConfigError, match=r"terms: duplicate term\(s\) \['smoothness'\]"):
+        CostFunction((smoothness, smoothness))
+
+
 def test_every_term_declares_the_parameters_from_scene_accepts() -> None:
     import inspect
 

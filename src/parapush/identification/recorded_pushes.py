@@ -40,6 +40,7 @@ import numpy as np
 
 from parapush.identification.identifier import PushRecord
 from parapush.scene import Scene, scene_from_dict
+from parapush.validation import duplicate_names
 
 FORMAT = "parareal_pushing.recorded_pushes"
 """The ``format`` field of a recorded-pushes file."""
@@ -102,8 +103,7 @@ class RecordedPushes:
         pushes = tuple(self.pushes)
         if not pushes:
             raise ValueError("pushes: at least one push is needed")
-        names = [push.name for push in pushes]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
+        duplicates = duplicate_names(push.name for push in pushes)
         if duplicates:
             raise ValueError(f"pushes: duplicate names {duplicates}")
         dimension = scene.layout.dimension

@@ -31,6 +31,7 @@ from parapush.planning.costs.pusher_goal_side import PusherGoalSide
 from parapush.planning.costs.pusher_target_distance import PusherTargetDistance
 from parapush.planning.costs.smoothness import Smoothness
 from parapush.scene import Scene
+from parapush.validation import duplicate_names
 
 TERM_TYPES: dict[str, type] = {
     term.name: term
@@ -86,8 +87,7 @@ class CostFunction:
         terms = tuple(self.terms)
         if not terms:
             raise CostConfigError("terms: at least one cost term is needed")
-        names = [term.name for term in terms]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
+        duplicates = duplicate_names(term.name for term in terms)
         if duplicates:
             raise CostConfigError(f"terms: duplicate term(s) {duplicates}")
         object.__setattr__(self, "terms", terms)

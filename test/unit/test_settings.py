@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from parapush.physics.fine_settings import FineSettings
-from parapush.settings import SettingsError, check_settings, setting, setting_fields, settings_from_mapping
+from parapush.settings import (
+    SettingsError,
+    check_settings,
+    same_setting,
+    setting,
+    setting_fields,
+    settings_from_mapping,
+)
 from parapush.validation import (
     check_choice,
     check_fields,
@@ -118,6 +125,27 @@ def test_settings_validate_in_post_init_naming_the_field():
         OuterSettings(enabled=1)
     with pytest.raises(ValueError, match=r"^mode: must be given"):
         InnerSettings(mode=None)
+    assert OuterSettings(enabled=np.bool_(False)).enabled is False  # numpy bools are bools, converted
+
+
+@dataclass(frozen=True)
+class HandingOnSettings:
+    """Hands its step on to InnerSettings: declares it there only."""
+
+    step: float = same_setting(InnerSettings, "timestep")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+def test_a_setting_handed_on_is_declared_once():
+    (handed,) = setting_fields(HandingOnSettings)
+    (declared,) = [item for item in setting_fields(InnerSettings) if item.path == "timestep"]
+    assert (handed.info, handed.default) == (declared.info, declared.default)
+    with pytest.raises(ValueError, match=r"^step: expected a finite number > 0 and <= 0.01"):
+        HandingOnSettings(step=0.02)
+    with pytest.raises(TypeError, match="InnerSettings has no setting 'steps'"):
+        same_setting(InnerSettings, "steps")
 
 
 def test_settings_from_mapping_nested_with_dotted_errors():

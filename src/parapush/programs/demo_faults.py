@@ -28,6 +28,8 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile
 
+from parapush.execution.executor_diagnostics import latched_stop_reason
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -107,10 +109,10 @@ class FaultInjector:
             self.twists.append((stamp, linear.x == 0.0 and linear.y == 0.0 and linear.z == 0.0))
 
     def _on_status(self, message: DiagnosticStatus) -> None:
-        latched = any(value.key == "stop_latched" and value.value == "True" for value in message.values)
+        reason = latched_stop_reason(message)
         with self.lock:
-            if latched and self.injected_wall is not None and self.latched_stop is None:
-                self.latched_stop = (time.time(), message.message)
+            if reason is not None and self.injected_wall is not None and self.latched_stop is None:
+                self.latched_stop = (time.time(), reason)
 
     def inject(self, timeout: float = 10.0) -> None:
         """Inject the fault now (blocking up to ``timeout`` s for the driver's answer).

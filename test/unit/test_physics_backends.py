@@ -93,6 +93,20 @@ def test_thread_backend_rejects_bad_arguments_and_use_after_close(fine_model):
         backend.propagate(*random_inputs(fine_model, 2, seed=0))
 
 
+def test_worker_backends_check_dynamic_against_the_batch(fine_model):
+    states, controls, durations = random_inputs(fine_model, 3, seed=0)
+    wrong_shape = np.ones((2, 2), dtype=bool)
+    with ThreadBackend(fine_model, threads=1, engine="rollout") as threads:
+        with pytest.raises(ValueError, match=r"dynamic: expected a bool array of shape \(3, 2\)"):
+            threads.propagate(states, controls, durations, dynamic=wrong_shape)
+        with pytest.raises(ValueError, match="dynamic: give either models or dynamic, not both"):
+            threads.propagate(states, controls, durations, dynamic=np.ones((3, 2), dtype=bool),
+                              models=[fine_model.mj_model] * 3)
+    with ProcessBackend(SCENE, workers=1) as processes, \
+            pytest.raises(ValueError, match=r"dynamic: expected a bool array of shape \(3, 2\)"):
+        processes.propagate(states, controls, durations, dynamic=wrong_shape)
+
+
 def test_make_backend_by_name(fine_model):
     with pytest.raises(ValueError, match="name"):
         make_backend("cluster", fine_model)

@@ -8,6 +8,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from parapush.lifecycle import Closeable
+from parapush.physics.fine import check_dynamic
+from parapush.physics.propagator import check_batch
+from parapush.scene import StateLayout
 
 
 @runtime_checkable
@@ -41,8 +44,11 @@ class WorkerBackend(Closeable):
 
     ``propagate`` and :meth:`close` are serialised by ``_lock``; :meth:`close` releases the
     workers once, through the subclass's :meth:`_release`, and ``propagate`` refuses to run
-    after it (:meth:`_check_open`, called under ``_lock``).
+    after it (:meth:`_check_open`, called under ``_lock``). A subclass sets ``layout``, the
+    state layout of its fine model, which :meth:`_checked_batch` checks a call's batch against.
     """
+
+    layout: StateLayout
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -55,6 +61,20 @@ class WorkerBackend(Closeable):
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{type(self).__name__}: propagate called after close()")
+
+    def _checked_batch(
+        self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray, dynamic: np.ndarray | None,
+        models: object | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """A ``propagate`` call's batch as :func:`~parapush.physics.propagator.check_batch` returns
+        it, and ``dynamic`` checked against it (:func:`~parapush.physics.fine.check_dynamic`);
+        ``dynamic`` refused with ``models``, the per-row models of the backends that take them."""
+        states, controls, durations = check_batch(self.layout, states, controls, durations)
+        if dynamic is not None:
+            if models is not None:
+                raise ValueError("dynamic: give either models or dynamic, not both")
+            dynamic = check_dynamic(self.layout, dynamic, states)
+        return states, controls, durations, dynamic
 
     def close(self) -> None:
         """Release the workers; idempotent."""

@@ -29,9 +29,8 @@ import numpy as np
 
 from parapush.physics.backends.base import WorkerBackend
 from parapush.physics.backends.threads import check_workers
-from parapush.physics.fine import FineModel, check_dynamic
+from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
-from parapush.physics.propagator import check_batch
 from parapush.scene import Scene
 from parapush.validation import check_integer, check_optional_positive
 
@@ -217,9 +216,7 @@ class ProcessBackend(WorkerBackend):
                 or the call exceeded ``timeout``.
         """
         model = self.fine_model
-        states, controls, durations = check_batch(self.layout, states, controls, durations)
-        if dynamic is not None:
-            dynamic = check_dynamic(self.layout, dynamic, states)
+        states, controls, durations, dynamic = self._checked_batch(states, controls, durations, dynamic)
         steps = model.steps_for_each(durations)
         physics = model.to_physics_state(states)
         valid_rows = np.flatnonzero(np.all(np.isfinite(physics), axis=1))

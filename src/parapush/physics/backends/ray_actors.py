@@ -39,9 +39,8 @@ import numpy as np
 
 from parapush.physics.backends.base import WorkerBackend
 from parapush.physics.backends.processes import WorkerError, simulate_chunk, split_by_steps
-from parapush.physics.fine import FineModel, check_dynamic
+from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
-from parapush.physics.propagator import check_batch
 from parapush.scene import Scene
 from parapush.validation import check_integer, check_optional_positive, check_positive
 
@@ -227,11 +226,7 @@ class RayBackend(WorkerBackend):
                 or the call exceeded ``timeout``.
         """
         model = self.fine_model
-        states, controls, durations = check_batch(self.layout, states, controls, durations)
-        if dynamic is not None:
-            if models is not None:
-                raise ValueError("dynamic: give either models or dynamic, not both")
-            dynamic = check_dynamic(self.layout, dynamic, states)
+        states, controls, durations, dynamic = self._checked_batch(states, controls, durations, dynamic, models)
         unique_models: list[mujoco.MjModel] | None = None
         model_index: np.ndarray | None = None
         if models is not None:

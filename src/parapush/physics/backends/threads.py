@@ -18,8 +18,7 @@ import mujoco.rollout
 import numpy as np
 
 from parapush.physics.backends.base import WorkerBackend
-from parapush.physics.fine import FineModel, check_dynamic
-from parapush.physics.propagator import check_batch
+from parapush.physics.fine import FineModel
 from parapush.validation import check_integer
 
 ENGINES = ("rollout", "batch")
@@ -97,11 +96,9 @@ class ThreadBackend(WorkerBackend):
                 model's fidelity variants); ``rollout`` engine only, not with ``models``.
         """
         model = self.fine_model
-        states, controls, durations = check_batch(self.layout, states, controls, durations)
+        states, controls, durations, dynamic = self._checked_batch(states, controls, durations, dynamic, models)
         if dynamic is not None:
-            if models is not None:
-                raise ValueError("dynamic: give either models or dynamic, not both")
-            models = model.fidelity_models(check_dynamic(self.layout, dynamic, states))
+            models = model.fidelity_models(dynamic)
             if self.engine == "rollout" and not self._fidelity_datas:
                 self._fidelity_datas = [model.new_fidelity_data() for _ in range(self.workers)]
         if models is not None:

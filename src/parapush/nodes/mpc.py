@@ -56,7 +56,6 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.task import Future
 
-from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
 from parapush.nodes.lazy_message import LazyMessage
 from parapush.nodes.mpc_tuning import declare_tuning
@@ -80,6 +79,7 @@ from parapush.planning.task_run import TaskReport, TaskStep, run_task
 from parapush.prediction import ModelConfig
 from parapush.prediction.failover import SERVICE_LOSS_POLICIES
 from parapush.sim.model_world import scene_initial_state
+from parapush.yaml_file import config_file
 
 PARAMETERS = (
     ParameterSpec("planner_config", "planner.yaml",
@@ -138,7 +138,7 @@ class MpcNode(Node):
         values, self.scene = declare_scene_parameters(self, PARAMETERS)
         try:
             path = values["planner_config"]
-            self.config = load_planner_config(path if "/" in path else config_dir() / path)
+            self.config = load_planner_config(config_file(path))
         except (PlannerConfigError, OSError) as error:
             raise ParameterError(f"parameter 'planner_config': {error}") from None
         self.values = values

@@ -65,16 +65,17 @@ def test_local_and_service_predictions_are_identical(ros_context, spinning, tmp_
         config = load_model_config(path)
         assert local.model_config == remote.model_config == service.engine.config == config
         assert config.name == name and config.coarse_model == "auto"
-        assert isinstance(local.model, EnginePrediction) and isinstance(remote.model, ServicePrediction)
-        assert local.model.engine.default_coarse == service.engine.default_coarse  # `auto` resolved alike
-        assert remote.model.wait_until_ready(10.0)
+        assert isinstance(local.models.predictor, EnginePrediction)
+        assert isinstance(remote.models.predictor, ServicePrediction)
+        assert local.models.predictor.engine.default_coarse == service.engine.default_coarse  # `auto` resolved alike
+        assert remote.models.predictor.wait_until_ready(10.0)
         initial, controls, durations = planner_call()
-        through_service = remote.model.predict(initial, controls, durations)
-        locally = local.model.predict(initial, controls, durations)
+        through_service = remote.models.predictor.predict(initial, controls, durations)
+        locally = local.models.predictor.predict(initial, controls, durations)
         assert through_service.shape == (5, 5, SCENE.layout.dimension)
         assert np.all(np.isfinite(locally))
         assert np.array_equal(locally, through_service)
-        outcome, response = local.model.last_outcome, remote.model.last_response
+        outcome, response = local.models.predictor.last_outcome, remote.models.predictor.last_response
         assert (outcome.model, outcome.iterations_used, outcome.exact_states, outcome.schedule) == (
             name, response.iterations_used, response.exact_states, response.schedule)
         assert outcome.exact_states == {"fine": 5, "parareal": 3, "coarse": 1}[name]

@@ -8,7 +8,7 @@ limits and its estimated work against the budget (:mod:`parapush.prediction.work
 solved concurrently with the other requests in progress, whose fine batches take turns on the
 shared pool (:class:`~parapush.prediction.fair_scheduler.FairFineScheduler`), and a fine state that turned non-finite is
 reported as :class:`PredictionError`, never returned as a prediction. The prediction service
-node, the MPC's local predictor (:class:`parapush.prediction.EnginePrediction`), the
+node, the MPC's local predictor (:class:`parapush.planning.engine_prediction.EnginePrediction`), the
 identification node and the benchmarks all build their predictors here.
 """
 

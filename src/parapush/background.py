@@ -1,15 +1,18 @@
 """Background threads and sockets of the device endpoints (NatNet client, simulated devices).
 
-Stopping a worker thread (set its stop event, join, fail loudly if it hangs) and reading the
-address a socket is bound to, written once for every endpoint that owns a thread or a socket.
+Stopping a worker thread (set its stop event, join, fail loudly if it hangs), opening a UDP
+socket that is closed again when setting it up fails, reading the address a socket is bound to
+and closing sockets, written once for every endpoint that owns a thread or a socket.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["bound_address", "close_sockets", "stop_thread"]
+__all__ = ["bound_address", "close_sockets", "new_udp_socket", "stop_thread"]
 
 
 def stop_thread(thread: threading.Thread | None, stop: threading.Event, timeout_s: float, what: str) -> None:
@@ -24,6 +27,25 @@ def stop_thread(thread: threading.Thread | None, stop: threading.Event, timeout_
     thread.join(timeout_s)
     if thread.is_alive():
         raise RuntimeError(f"{what} did not stop within {timeout_s} s")
+
+
+@contextmanager
+def new_udp_socket() -> Iterator[socket.socket]:
+    """A new UDP/IPv4 socket for the ``with`` block to set up (options, bind, membership).
+
+    If the block raises :class:`OSError` the socket is closed and the error propagates; otherwise
+    the socket stays open after the block, owned by the caller (see :func:`close_sockets`)::
+
+        with new_udp_socket() as sock:
+            sock.bind((host, port))
+        self._socket = sock
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    try:
+        yield sock
+    except OSError:
+        sock.close()
+        raise
 
 
 def bound_address(sock: socket.socket | None, owner: str) -> tuple[str, int]:

@@ -1,4 +1,4 @@
-"""Stopping background threads and reading socket addresses (parapush.background)."""
+"""Stopping background threads, opening UDP sockets and reading socket addresses (parapush.background)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from parapush.background import bound_address, close_sockets, stop_thread
+from parapush.background import bound_address, close_sockets, new_udp_socket, stop_thread
 
 
 def test_stop_thread_sets_the_event_and_joins():
@@ -45,3 +45,30 @@ def test_close_sockets_skips_none():
     second = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     close_sockets(first, None, second)
     assert first.fileno() == -1 and second.fileno() == -1
+
+
+def test_new_udp_socket_stays_open_after_its_set_up():
+    with new_udp_socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+    try:
+        assert sock.type == socket.SOCK_DGRAM and sock.family == socket.AF_INET
+        assert sock.fileno() >= 0 and bound_address(sock, "the socket")[1] > 0
+    finally:
+        sock.close()
+
+
+def test_new_udp_socket_is_closed_when_its_set_up_fails():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        with pytest.raises(OSError), new_udp_socket() as sock:
+            sock.bind(taken.getsockname())  # the port is in use
+    assert sock.fileno() == -1
+
+
+def test_new_udp_socket_leaves_other_errors_to_the_caller():
+    with pytest.raises(KeyError), new_udp_socket() as sock:
+        raise KeyError("not a socket error")
+    try:
+        assert sock.fileno() >= 0
+    finally:
+        sock.close()

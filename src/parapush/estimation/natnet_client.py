@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
-from parapush.background import bound_address, close_sockets, stop_thread
+from parapush.background import bound_address, close_sockets, new_udp_socket, stop_thread
 from parapush.lifecycle import Service
 from parapush.natnet.codec import decode_message, encode_message, peek_message_id
 from parapush.natnet.errors import NatNetDecodeError, NatNetTimeoutError
@@ -243,14 +243,10 @@ class NatNetClient(Service):
             raise RuntimeError("NatNetClient is already running")
         settings = self._settings
         self._server_ip = socket.gethostbyname(settings.server_address)
-        command_socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-        try:
+        with new_udp_socket() as command_socket:
             command_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, settings.receive_buffer_bytes)
             command_socket.bind((settings.local_address, 0))
             command_socket.setblocking(False)
-        except OSError:
-            command_socket.close()
-            raise
         self._command_socket = command_socket
         with self._lock:
             self._reset_session_state()
@@ -459,18 +455,17 @@ class NatNetClient(Service):
         if self._data_socket is not None:
             self._data_socket.close()
             self._data_socket = None
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if hasattr(socket, "SO_REUSEPORT"):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, settings.receive_buffer_bytes)
-            sock.bind((group, port))
-            membership = socket.inet_aton(group) + socket.inet_aton(settings.local_address)
-            sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
-            sock.setblocking(False)
-        except OSError as exc:
-            sock.close()
+            with new_udp_socket() as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if hasattr(socket, "SO_REUSEPORT"):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, settings.receive_buffer_bytes)
+                sock.bind((group, port))
+                membership = socket.inet_aton(group) + socket.inet_aton(settings.local_address)
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+                sock.setblocking(False)
+        except OSError as exc:  # new_udp_socket has closed it
             self._data_endpoint = (group, port)  # do not retry the same failing endpoint every poll
             _LOG.error(
                 "NatNetClient cannot join multicast %s:%d on %s: %s", group, port, settings.local_address, exc

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from parapush.background import bound_address, close_sockets, stop_thread
+from parapush.background import bound_address, close_sockets, new_udp_socket, stop_thread
 from parapush.lifecycle import Service
 from parapush.natnet.codec import decode_message, encode_message
 from parapush.natnet.errors import NatNetDecodeError
@@ -300,15 +300,11 @@ class MocapServer(Service):
         if self._thread is not None:
             raise RuntimeError("MocapServer is already running")
         settings = self._settings
-        command_socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-        try:
+        with new_udp_socket() as command_socket:
             command_socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             command_socket.bind((settings.host, settings.command_port))
             command_socket.setblocking(False)
             multicast_socket = self._open_multicast_socket() if settings.stream_multicast else None
-        except OSError:
-            command_socket.close()
-            raise
         self._command_socket = command_socket
         self._multicast_socket = multicast_socket
         self._stop.clear()
@@ -433,15 +429,11 @@ class MocapServer(Service):
 
     def _open_multicast_socket(self) -> socket.socket:
         settings = self._settings
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-        try:
+        with new_udp_socket() as sock:
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(settings.host))
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, settings.multicast_ttl)
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
             sock.bind((settings.host, 0))
-        except OSError:
-            sock.close()
-            raise
         return sock
 
     def _run(self) -> None:

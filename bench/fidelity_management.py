@@ -27,7 +27,6 @@ The 16-object MPC runs with and without management: ``bench/fidelity_management_
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -43,7 +42,7 @@ from parapush.physics.fidelity import ManagedFineBackend
 from parapush.physics.fine import FineModel
 from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest
 from parapush.scene import Scene, load_scene
-from parareal_common import format_table, write_results
+from parareal_common import bench_arguments, format_table, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENES = ROOT / "config" / "scenes"
@@ -176,9 +175,8 @@ def figure(summary: list[dict]) -> Figure:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="22 pushes per scene instead of 200")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the planner's noise")
+    parser = bench_arguments(__doc__.splitlines()[0], quick="22 pushes per scene instead of 200",
+                             seed="seed of the planner's noise")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
     load_before = bench_reference.load_average()

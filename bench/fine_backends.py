@@ -22,7 +22,6 @@ Writes bench/results/fine_backends.{json,png}.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import time
@@ -63,8 +62,7 @@ def batch_inputs(model: FineModel, count: int, seed: int = 0) -> tuple[np.ndarra
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="20 segments, 2 repetitions")
+    parser = common.bench_arguments(__doc__.splitlines()[0], quick="20 segments, 2 repetitions")
     parser.add_argument("--segments", type=int, default=MPC_SEQUENCES * MPC_SLICES)
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--repeats", type=int, default=7)

@@ -46,7 +46,6 @@ the ``choice`` and the printed ``table``. The figures the README quotes (see
 
 from __future__ import annotations
 
-import argparse
 import math
 import subprocess
 import sys
@@ -67,7 +66,7 @@ from parapush.planning.mpc import MpcSettings
 from parapush.planning.optimizer import OptimizerSettings, clip_to_speed
 from parapush.scene import Scene, load_scene, wrap_angle
 from parapush.sim.model_world import scene_initial_state
-from parareal_common import format_table, paper_scene, write_results
+from parareal_common import bench_arguments, format_table, paper_scene, write_results
 from parareal_table1 import table1_pushes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -442,9 +441,8 @@ def machine() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer pushes, scenes and repetitions")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the Table 1 offsets and the planner's noise")
+    parser = bench_arguments(__doc__.splitlines()[0], quick="fewer pushes, scenes and repetitions",
+                             seed="seed of the Table 1 offsets and the planner's noise")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
     if args.reference and args.quick:

@@ -19,7 +19,6 @@ Writes bench/results/fine_model_defaults.{json,png}.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from dataclasses import asdict
@@ -121,8 +120,7 @@ def time_per_second(model: FineModel, states: np.ndarray, controls: np.ndarray) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer pushes and repetitions")
+    parser = common.bench_arguments(__doc__.splitlines()[0], quick="fewer pushes and repetitions")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args()
     load_before = bench_reference.load_average()

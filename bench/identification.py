@@ -54,7 +54,6 @@ friction); ``--reference`` writes them to ``bench/reference/identification.json`
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import time
@@ -81,7 +80,7 @@ from parapush.prediction import PredictionEngine, load_model_config
 from parapush.scene import ObjectPatch, ObjectSpec, Scene, load_scene, wrap_angle
 from parapush.sim.driver_settings import load_driver_settings
 from parapush.sim.world import SimWorld, WorldSettings
-from parareal_common import format_table, write_results
+from parareal_common import bench_arguments, format_table, write_results
 
 CONTROLS, DURATION, COMMAND_PERIOD = 3, 0.5, 0.05  # -, s, s
 CONTACT_MARGIN = 0.002  # m, the pusher starts this far back along its path from touching the object
@@ -238,8 +237,7 @@ def built_model_errors(scene: Scene, physics: FineSettings, parameters: ObjectPa
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 and 4 training + 4 held-out pushes, short searches")
+    parser = bench_arguments(__doc__.split("\n\n")[0], quick="2 and 4 training + 4 held-out pushes, short searches")
     parser.add_argument("--train", type=int, default=8, help="most training pushes (fits use the first 2, 4, ...)")
     parser.add_argument("--test", type=int, default=8)
     parser.add_argument("--observation-noise", type=float, default=0.0005, help="m, std added to observed poses")

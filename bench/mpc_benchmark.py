@@ -90,7 +90,7 @@ from parapush.planning import MpcOutcome, MpcStep
 from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.scene import Scene, load_scene
 from parapush.sim.model_world import ModelWorld
-from parareal_common import RESULTS, available_cores, environment, format_table
+from parareal_common import RESULTS, available_cores, bench_arguments, environment, format_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENE_DIR = ROOT / "config" / "scenes"
@@ -516,11 +516,9 @@ def report(runs: list[dict], settings: dict, name: str, payload_extra: dict) -> 
 
 # -- main -------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"scenes {QUICK_SCENES}, models {QUICK_MODELS}, "
+    parser = bench_arguments(
+        __doc__.splitlines()[0],
+        quick=f"scenes {QUICK_SCENES}, models {QUICK_MODELS}, "
         f"{QUICK_MAX_ITERATIONS} iterations, {QUICK_MAX_CONTROLS} controls",
     )
     parser.add_argument("--scenes", nargs="+", help="scene names (config/scenes/<name>.yaml) or paths")

@@ -1,6 +1,7 @@
-"""Shared set-up of the Parareal benchmarks: the papers' scenes, model construction, output.
+"""Shared set-up of the Parareal benchmarks: the papers' scenes, model construction, output;
+and every benchmark's ``--quick`` option (:func:`bench_arguments`).
 
-Not a benchmark itself; imported by ``bench/parareal_*.py``.
+Not a benchmark itself; imported by ``bench/parareal_*.py`` and the other benches.
 """
 
 from __future__ import annotations
@@ -144,9 +145,19 @@ def solver_from_arguments(args: argparse.Namespace, scene: Scene) -> Iterator[An
         yield PararealSolver(coarse=coarse, fine=backend, projector=projector)
 
 
-def common_arguments(description: str) -> argparse.ArgumentParser:
+def bench_arguments(description: str, *, quick: str, seed: str | None = None) -> argparse.ArgumentParser:
+    """A benchmark's argument parser with ``--quick`` (``quick``: what the shorter run does) and,
+    where ``seed`` (its help) is given, ``--seed`` (an int, default 0); the bench adds its own
+    options after them (and ``reference.add_reference_argument`` last)."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
+    parser.add_argument("--quick", action="store_true", help=quick)
+    if seed is not None:
+        parser.add_argument("--seed", type=int, default=0, help=seed)
+    return parser
+
+
+def common_arguments(description: str) -> argparse.ArgumentParser:
+    parser = bench_arguments(description, quick="small sizes for a smoke run")
     parser.add_argument(
         "--backend",
         default="threads",

@@ -23,7 +23,6 @@ Target (issue): ROS overhead under 2 ms plus serialisation (the ``rest`` column)
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -46,6 +45,7 @@ from parapush.parareal import MODELS
 from parapush.prediction import ModelConfig, PredictionEngine, PredictionRequest, load_model_config
 from parapush.prediction.request import iterations_to_interface
 from parapush.scene import load_scene
+from parareal_common import bench_arguments
 
 MODEL_CONFIG = config_dir() / "model.yaml"
 
@@ -116,8 +116,7 @@ def readme_figures(rows: list[dict]) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 rounds of 8 calls")
+    parser = bench_arguments(__doc__.split("\n\n")[0], quick="2 rounds of 8 calls")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (the README's ranges are over them)")
     parser.add_argument("--repeats", type=int, default=40, help="calls per request size and round")
     parser.add_argument("--model", default="coarse", choices=MODELS,

@@ -77,7 +77,7 @@ from parapush.sim.world_physics import SimWorldPhysics
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference as bench_reference  # noqa: E402
 from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
-from parareal_common import RESULTS, environment, format_table, wilson_interval  # noqa: E402
+from parareal_common import RESULTS, bench_arguments, environment, format_table, wilson_interval  # noqa: E402
 from parareal_common import _jsonable as jsonable  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -329,8 +329,7 @@ def uptime() -> str:
 
 # -- main -----------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"scenes {QUICK_SCENES}; ISRR planners limited")
+    parser = bench_arguments(__doc__.splitlines()[0], quick=f"scenes {QUICK_SCENES}; ISRR planners limited")
     parser.add_argument("--scenes", nargs="+", help="scene names (config/scenes or bench/scenes)")
     parser.add_argument("--planners", nargs="+", choices=PLANNERS, default=list(PLANNERS))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))

@@ -66,7 +66,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference as bench_reference  # noqa: E402
 from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
-from parareal_common import RESULTS, environment, format_table, wilson_interval  # noqa: E402
+from parareal_common import RESULTS, bench_arguments, environment, format_table, wilson_interval  # noqa: E402
 
 BENCH = "stack_realtime"
 SCENE_SEED = 2030
@@ -791,9 +791,8 @@ def plan_scenes(args: argparse.Namespace, folder: Path) -> list[tuple[Path, int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help=f"goals per scene {QUICK_RUNS} (default {FULL_RUNS}); under 10 minutes on 2 cores")
+    parser = bench_arguments(__doc__.splitlines()[0],
+                             quick=f"goals per scene {QUICK_RUNS} (default {FULL_RUNS}); under 10 minutes on 2 cores")
     parser.add_argument("--runs", type=int, default=None, help="goals per scene (all scenes)")
     parser.add_argument("--scenes", nargs="+", default=None,
                         help="'default' and/or drawn scene names (stack_obstacle_1, stack_clutter_1, ...)")

@@ -28,7 +28,8 @@ import numpy as np
 from parapush.execution.commands import PlanarControl, TwistCommand
 from parapush.execution.frames import RigidTransform
 from parapush.read_only import ReadOnly
-from parapush.validation import check_not_empty, check_real
+from parapush.settings import check_settings, setting
+from parapush.validation import check_not_empty
 
 _BOUNDARY_TOLERANCE_S = 1e-9
 """Sample times within this of a control boundary count as past it (float rounding of t0 + k / rate)."""
@@ -37,18 +38,23 @@ MAX_RATE_HZ = 1000.0
 
 @dataclass(frozen=True)
 class CommandStreamSettings:
-    """Attributes:
-    rate_hz: command rate, Hz (the caller samples at this rate; the safety filter's step).
-    frame_id: frame of the emitted twists (the robot base frame).
-    table_to_base: transform from the table frame to ``frame_id``.
+    """The stream's rate and output frame (each setting's meaning, unit and range: its
+    :func:`setting`).
+
+    Attributes:
+        table_to_base: transform from the table frame to ``frame_id``.
     """
 
-    rate_hz: float = 100.0
-    frame_id: str = "base_link"
+    rate_hz: float = setting(
+        100.0, "command rate (the caller samples at this rate; the safety filter's step)", unit="Hz",
+        above=0.0, maximum=MAX_RATE_HZ,
+    )
+    frame_id: str = setting("base_link", "frame of the emitted twists (the robot base frame)")
+    # Not a setting: a RigidTransform object (the node builds it from its table_to_base list of numbers).
     table_to_base: RigidTransform = field(default_factory=RigidTransform.identity)
 
     def __post_init__(self) -> None:
-        check_real("rate_hz", self.rate_hz, above=0.0, maximum=MAX_RATE_HZ)
+        check_settings(self)
         check_not_empty("frame_id", self.frame_id)
         if not isinstance(self.table_to_base, RigidTransform):
             raise ValueError(f"table_to_base: expected a RigidTransform, got {self.table_to_base!r}")

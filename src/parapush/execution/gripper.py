@@ -60,6 +60,7 @@ from parapush.robotiq.registers import (
     GripperStatus,
     ObjectStatus,
 )
+from parapush.settings import check_settings, setting
 from parapush.validation import check_integer, check_positive
 
 _LOGGER = logging.getLogger(__name__)
@@ -77,25 +78,24 @@ def _count(name: str, value: int) -> int:
 
 @dataclass(frozen=True)
 class GripperDriverSettings:
-    """Timing and calibration of the driver.
+    """Timing and calibration of the driver (each setting's meaning, unit and range: its
+    :func:`setting`).
 
     Attributes:
-        request_timeout_s: limit for one Modbus answer, s.
-        retries: extra attempts of a failed single request outside waits (waits retry until
-            their deadline anyway).
-        poll_period_s: pause between status reads while waiting, s.
         geometry: count <-> metre conversions used by :meth:`RobotiqGripper.grasp_tool`.
     """
 
-    request_timeout_s: float = 0.25
-    retries: int = 1
-    poll_period_s: float = 0.01
+    request_timeout_s: float = setting(0.25, "limit for one Modbus answer", unit="s", above=0.0)
+    retries: int = setting(
+        1, "extra attempts of a failed single request outside waits (waits retry until their deadline anyway)",
+        minimum=0, maximum=10,
+    )
+    poll_period_s: float = setting(0.01, "pause between status reads while waiting", unit="s", above=0.0)
+    # Not a setting: a FingerGeometry object (the finger calibration), checked below.
     geometry: FingerGeometry = field(default_factory=FingerGeometry)
 
     def __post_init__(self) -> None:
-        check_positive("request_timeout_s", self.request_timeout_s)
-        check_positive("poll_period_s", self.poll_period_s)
-        check_integer("retries", self.retries, minimum=0, maximum=10)
+        check_settings(self)
         if not isinstance(self.geometry, FingerGeometry):
             raise ValueError(f"geometry: expected a FingerGeometry, got {self.geometry!r}")
 

@@ -55,7 +55,8 @@ import numpy as np
 
 from parapush.execution.braking import max_speed_within
 from parapush.read_only import ReadOnly
-from parapush.validation import check_positive, check_real
+from parapush.settings import check_settings, setting
+from parapush.validation import check_real
 
 _WALL_MARGIN_M = 1e-9
 """Distance kept from the walls so float rounding never lands exactly on or past them, m."""
@@ -64,24 +65,24 @@ _RELATIVE_TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class SafetyLimits:
-    """Hard limits of the executor.
+    """Hard limits of the executor (each setting's meaning, unit and range: its :func:`setting`).
 
     Attributes:
         x_min_m, x_max_m, y_min_m, y_max_m: workspace box of the pusher centre, table frame, m.
-        max_speed_m_s: pusher speed limit, m/s.
-        max_acceleration_m_s2: limit on the change of the commanded velocity, m/s^2.
-        stale_state_timeout_s: an estimate older than this stops the pusher, s.
-        command_timeout_s: commands further apart than this count as stopped, s.
     """
 
+    # Not settings: the box has no default (every caller gives its cell's; a setting has a default),
+    # so these four stay required fields, checked below.
     x_min_m: float
     x_max_m: float
     y_min_m: float
     y_max_m: float
-    max_speed_m_s: float = 0.2
-    max_acceleration_m_s2: float = 1.0
-    stale_state_timeout_s: float = 0.1
-    command_timeout_s: float = 0.1
+    max_speed_m_s: float = setting(0.2, "pusher speed limit", unit="m/s", above=0.0)
+    max_acceleration_m_s2: float = setting(
+        1.0, "limit on the change of the commanded velocity", unit="m/s^2", above=0.0
+    )
+    stale_state_timeout_s: float = setting(0.1, "an estimate older than this stops the pusher", unit="s", above=0.0)
+    command_timeout_s: float = setting(0.1, "commands further apart than this count as stopped", unit="s", above=0.0)
 
     def __post_init__(self) -> None:
         for name in ("x_min_m", "x_max_m", "y_min_m", "y_max_m"):
@@ -90,8 +91,7 @@ class SafetyLimits:
             raise ValueError(f"x_max_m: expected > x_min_m ({self.x_min_m}), got {self.x_max_m}")
         if self.y_max_m <= self.y_min_m:
             raise ValueError(f"y_max_m: expected > y_min_m ({self.y_min_m}), got {self.y_max_m}")
-        for name in ("max_speed_m_s", "max_acceleration_m_s2", "stale_state_timeout_s", "command_timeout_s"):
-            check_positive(name, getattr(self, name))
+        check_settings(self)
 
     def contains(self, position_m: Sequence[float]) -> bool:
         """Whether a (2,) table-frame position (m) is inside the workspace box (boundary included)."""

@@ -25,27 +25,29 @@ from parapush.execution.command_stream import CommandStream, CommandStreamSettin
 from parapush.execution.commands import PlanarControl, TwistCommand
 from parapush.execution.safety import SafetyFilter, SafetyLimits, SafeVelocity
 from parapush.read_only import ReadOnly
-from parapush.validation import check_integer
+from parapush.settings import check_settings, setting
 
 
 @dataclass(frozen=True)
 class ExecutorSettings:
-    """Attributes:
-    stream: command rate, output frame and table -> base transform.
-    limits: the hard safety limits.
-    stop_repeats: zero commands published after the pusher came to rest (>= 1).
+    """The executor core's settings (``stop_repeats``' meaning and range: its :func:`setting`).
+
+    Attributes:
+        stream: command rate, output frame and table -> base transform.
+        limits: the hard safety limits.
     """
 
+    # Sections without a default: SafetyLimits has none (its workspace box is required), so both are given.
     stream: CommandStreamSettings
     limits: SafetyLimits
-    stop_repeats: int = 3
+    stop_repeats: int = setting(3, "zero commands published after the pusher came to rest", minimum=1, maximum=100)
 
     def __post_init__(self) -> None:
         if not isinstance(self.stream, CommandStreamSettings):
             raise ValueError(f"stream: expected CommandStreamSettings, got {self.stream!r}")
         if not isinstance(self.limits, SafetyLimits):
             raise ValueError(f"limits: expected SafetyLimits, got {self.limits!r}")
-        check_integer("stop_repeats", self.stop_repeats, minimum=1, maximum=100)
+        check_settings(self)
 
 
 @dataclass(frozen=True, eq=False)

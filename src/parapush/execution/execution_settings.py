@@ -19,7 +19,7 @@ from parapush.execution.safety import SafetyLimits
 from parapush.execution.velocity_executor import ExecutorSettings
 from parapush.reporting.diagnostic_report import diagnostics_period_setting
 from parapush.robotiq.finger_geometry import FingerGeometry
-from parapush.settings import SettingsError, check_settings, setting
+from parapush.settings import SettingsError, check_settings, same_setting, setting
 from parapush.validation import check_not_empty
 
 QUEUE_MODES = ("replace", "append")
@@ -110,7 +110,7 @@ class GripperSettings:
     device_id: int = setting(9, "Modbus device (slave) id", minimum=1, maximum=247)
     baudrate: int = setting(115200, "bit rate on a serial port (8N1)", unit="bit/s", minimum=1200, maximum=4000000)
     request_timeout: float = setting(0.25, "limit for one Modbus answer", unit="s", minimum=0.001, maximum=10.0)
-    retries: int = setting(1, "extra attempts of a failed single request", minimum=0, maximum=10)
+    retries: int = same_setting(GripperDriverSettings, "retries")
     connect_timeout: float = setting(10.0, "time to keep retrying the connection at start-up", unit="s",
                                      minimum=0.0, maximum=600.0)
     activation_timeout: float = setting(5.0, "limit for the activation", unit="s", minimum=0.01, maximum=60.0)
@@ -174,7 +174,7 @@ class ExecutionSettings:
         "empty: any node (warned at start-up)",
     )
     rate: float = setting(100.0, "command rate while moving", unit="Hz", minimum=1.0, maximum=1000.0)
-    stop_repeats: int = setting(3, "zero commands sent after the pusher came to rest", minimum=1, maximum=100)
+    stop_repeats: int = same_setting(ExecutorSettings, "stop_repeats")
     queue_mode: str = setting("replace", "a new ControlSequence replaces the queue or is appended to it",
                               choices=QUEUE_MODES)
     max_controls: int = setting(100, "most controls in one ControlSequence", minimum=1, maximum=10000)

@@ -171,6 +171,22 @@ def test_push_object_reaches_the_goal_with_feedback(ros_context, spinning, files
         assert plant.plans, "no planned trajectory published"
         puck = [o for o in result.final_state.objects if o.name == "puck"][0]
         assert np.hypot(puck.x - 0.1, puck.y) <= 0.03
+        assert list(result.parameter_estimate) == [] and list(feedback[0].parameter_spread) == []  # nominal
+    finally:
+        node.close()
+
+
+def test_a_robust_goal_reports_the_target_s_belief(ros_context, spinning, files):
+    node, plant, client = start(ros_context, spinning, files)
+    try:
+        feedback = []
+        handle = wait(client.send_goal_async(goal(risk_samples=3, risk="cvar"),
+                                             feedback_callback=lambda msg: feedback.append(msg.feedback)))
+        result = wait(handle.get_result_async()).result
+        assert result.success, result.failure_reason
+        assert len(result.parameter_estimate) == len(result.parameter_spread) == 5
+        assert feedback and all(len(step.parameter_estimate) == 5 for step in feedback)
+        assert result.parameter_estimate[0] > 0.0  # a mass, kg
     finally:
         node.close()
 
@@ -182,7 +198,9 @@ def test_invalid_goals_are_aborted_with_a_reason(ros_context, spinning, files):
                                ({"goal_radius": 0.0}, "goal_radius"),
                                ({"goal_x": 5.0}, "not on the table"),
                                ({"model": "oracle"}, "model"),
-                               ({"planner": "telepathy"}, "unknown planner preset 'telepathy'")]:
+                               ({"planner": "telepathy"}, "unknown planner preset 'telepathy'"),
+                               ({"risk": "median"}, "risk"),
+                               ({"planner": "isrr2019", "risk_samples": 2}, "robust.samples")]:
             handle = wait(client.send_goal_async(goal(**fields)))
             result = wait(handle.get_result_async()).result
             assert not result.success

@@ -57,3 +57,16 @@ def test_typed_values_are_validated_too() -> None:
         PushGoal(scene=SCENE, iterations=-1)
     with pytest.raises(TypeError, match="scene: expected Scene"):
         PushGoal(scene="tiny")
+
+
+def test_robust_planning_fields_become_the_goal_s_planner_overrides() -> None:
+    assert PushGoal.from_interface(SCENE, **FIELDS).planner_overrides() == {}  # 0 and "": the planner file's
+    goal = PushGoal.from_interface(SCENE, risk_samples=4, risk="cvar", **FIELDS)
+    assert (goal.risk_samples, goal.risk) == (4, "cvar")
+    assert goal.planner_overrides() == {"robust": {"samples": 4, "risk": {"kind": "cvar"}}}
+    assert PushGoal.from_interface(SCENE, risk="worst", **FIELDS).planner_overrides() == {
+        "robust": {"risk": {"kind": "worst"}}}
+    with pytest.raises(ValueError, match="risk: expected one of"):
+        PushGoal.from_interface(SCENE, risk="median", **FIELDS)
+    with pytest.raises(ValueError, match="risk_samples"):
+        PushGoal.from_interface(SCENE, risk_samples=65, **FIELDS)

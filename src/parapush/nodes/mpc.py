@@ -228,7 +228,7 @@ class MpcNode(Node):
         return PushGoal.from_interface(
             self.scene, target_object=goal.target_object, goal_x=goal.goal_x, goal_y=goal.goal_y,
             goal_radius=goal.goal_radius, max_controls=goal.max_controls, model=goal.model,
-            iterations=goal.iterations, planner=goal.planner)
+            iterations=goal.iterations, planner=goal.planner, risk_samples=goal.risk_samples, risk=goal.risk)
 
     def goal_planner(self, goal: PushGoal) -> BuiltPlanner:
         """The goal's planner: :func:`build_planner` of this node's sources (the goal's preset if it
@@ -237,7 +237,7 @@ class MpcNode(Node):
         Before each plan its loop applies later live changes
         (:class:`~parapush.planning.live_settings.PlanRetuner`)."""
         version = self.tuning.version()
-        sources = self.tuning.sources(goal.planner)
+        sources = self.tuning.sources(goal.planner).with_overrides(goal.planner_overrides())
         built = build_planner(goal.scene, sources, model=self.models.corrector(goal, sources),
                               coarse=self.models.coarse(sources.preset))
         built.loop.before_plan = PlanRetuner(self.tuning, built, version, self._report_tuning)
@@ -294,11 +294,11 @@ class MpcNode(Node):
         started = time.monotonic()
         try:
             goal = self._push_goal(goal_handle.request)
+            built = self.goal_planner(goal)  # e.g. robust planning asked of a single-fidelity preset
         except ValueError as error:
             return self._abort(goal_handle, result, PushObject.Result.OUTCOME_ERROR, f"invalid goal: {error}", started)
         scene = goal.scene
         self._events.clear()
-        built = self.goal_planner(goal)
 
         def cancel_requested() -> bool:
             return goal_handle.is_cancel_requested or self._closing.is_set()
@@ -346,14 +346,8 @@ class MpcNode(Node):
                                            durations=durations, cost=step.cost)
             self.plan_publisher.publish(trajectory)
             feedback.predicted_trajectory = trajectory
-        feedback.step = int(step.step)
-        feedback.cost = float(step.cost)
-        feedback.distance_to_goal = float(step.distance_to_goal)
-        feedback.planning_time = float(step.replan_time)
-        feedback.waiting_time = float(step.waiting_time)
-        feedback.task_time = float(step.task_time)
-        feedback.fallback = bool(step.fallback)
-        feedback.budget_cut = bool(step.budget_cut)
+        for name, value in step.interface_values().items():
+            setattr(feedback, name, value)
         cut = [BUDGET_CUT_EVENT] if step.budget_cut else []
         feedback.event = "; ".join([*self._events, *([step.event] if step.event else []), *cut])
         self._events.clear()
@@ -362,22 +356,10 @@ class MpcNode(Node):
         goal_handle.publish_feedback(feedback)
 
     def _fill_result(self, result, scene, report: TaskReport, started: float) -> None:
-        result.success = bool(report.success)
+        for name, value in report.interface_values().items():
+            setattr(result, name, value)
         result.outcome = _OUTCOMES[report.outcome]
-        result.failure_reason = "" if report.success else report.failure_reason
-        result.controls_executed = int(report.controls_executed)
-        result.optimizer_iterations = int(report.optimizer_iterations)
-        result.planning_time = float(report.planning_time)
-        result.execution_time = float(report.execution_time)
         result.total_time = time.monotonic() - started
-        result.waiting_time = float(report.waiting_time)
-        result.replan_p50 = float(report.replan_p50)
-        result.replan_p95 = float(report.replan_p95)
-        result.fallbacks = int(report.fallbacks)
-        result.replans_from_observation = int(report.replans_from_observation)
-        result.budget_cuts = int(report.budget_cuts)
-        result.planner = report.preset
-        result.final_distance = float(report.final_distance)
         if np.all(np.isfinite(report.final_state)):
             result.final_state = state_to_msg(report.final_state, scene,
                                               stamp=self.get_clock().now().nanoseconds * 1e-9)

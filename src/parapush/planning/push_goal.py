@@ -1,7 +1,7 @@
 """A push goal (the ``push_object`` action's goal) as typed values checked against the scene.
 
-The action's goal message cannot send None: its ``target_object``, ``model`` and ``planner``
-write "unset" as ``""``, ``max_controls`` as ``0`` and ``iterations`` as ``-1``
+The action's goal message cannot send None: its ``target_object``, ``model``, ``planner`` and
+``risk`` write "unset" as ``""``, ``max_controls`` and ``risk_samples`` as ``0`` and ``iterations`` as ``-1``
 (:func:`parapush.prediction.request.iterations_from_interface`). :meth:`PushGoal.from_interface`
 turns those fields into a :class:`PushGoal` (None for unset) and checks them against the node's
 scene; the MPC node (:mod:`parapush.nodes.mpc`) only copies the message's fields into it, and
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from parapush.parareal.solver import MODELS
 from parapush.planning.presets import planner_preset
+from parapush.planning.risk import RISK_KINDS
 from parapush.prediction.request import iterations_from_interface
 from parapush.scene import GoalRegion, Scene, SceneError
 from parapush.validation import check_choice, check_instance, check_integer
@@ -34,6 +35,9 @@ class PushGoal:
         model: the corrector's predictive model, one of :data:`parapush.parareal.MODELS`.
         iterations: Parareal K of the corrector, >= 0.
         max_controls: controls to execute before giving up, >= 1.
+        risk_samples: M, models each elite is scored under (robust planning,
+            :class:`~parapush.planning.robust_scoring.RobustSettings`), 1..64.
+        risk: how the M costs are combined (:data:`~parapush.planning.risk.RISK_KINDS`).
     Raises:
         ValueError: naming the field (an unknown preset: as :func:`planner_preset` says it).
     """
@@ -43,6 +47,8 @@ class PushGoal:
     model: str | None = None
     iterations: int | None = None
     max_controls: int | None = None
+    risk_samples: int | None = None
+    risk: str | None = None
 
     def __post_init__(self) -> None:
         check_instance("scene", self.scene, Scene)
@@ -54,6 +60,19 @@ class PushGoal:
             check_integer("max_controls", self.max_controls, minimum=1)
         if self.planner is not None:
             planner_preset(self.planner)
+        if self.risk_samples is not None:
+            check_integer("risk_samples", self.risk_samples, minimum=1, maximum=64)
+        if self.risk is not None:
+            check_choice("risk", self.risk, RISK_KINDS)
+
+    def planner_overrides(self) -> dict:
+        """The goal's changes to the planner file's sections
+        (:meth:`parapush.planning.stack_planner.PlannerSources.with_overrides`): its robust
+        planning (``risk_samples``, ``risk``), if it asks for any."""
+        robust = {} if self.risk_samples is None else {"samples": self.risk_samples}
+        if self.risk is not None:
+            robust["risk"] = {"kind": self.risk}
+        return {"robust": robust} if robust else {}
 
     @classmethod
     def from_interface(
@@ -68,6 +87,8 @@ class PushGoal:
         model: str = "",
         iterations: int = -1,
         planner: str = "",
+        risk_samples: int = 0,
+        risk: str = "",
     ) -> PushGoal:
         """The goal of the action's fields (module docstring) in ``scene`` (the node's).
 
@@ -80,6 +101,8 @@ class PushGoal:
             model: ``""``: the preset's corrector.
             iterations: ``-1``: the preset's (or the model config's) K.
             planner: ``""``: the node's preset.
+            risk_samples: ``0``: the planner file's ``robust.samples``.
+            risk: ``""``: the planner file's ``robust.risk.kind``.
         Raises:
             ValueError: naming the first field that is not valid.
         """
@@ -100,4 +123,4 @@ class PushGoal:
         except SceneError as error:
             raise ValueError(str(error)) from None
         return cls(scene=task_scene, planner=planner or None, model=model or None, iterations=k,
-                   max_controls=max_controls or None)
+                   max_controls=max_controls or None, risk_samples=risk_samples or None, risk=risk or None)

@@ -79,6 +79,15 @@ class TaskStep:
     parameter_estimate: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
     parameter_spread: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
 
+    def interface_values(self) -> dict[str, Any]:
+        """The ``PushObject`` action feedback's plain fields (their names) of this step."""
+        return {
+            "step": int(self.step), "cost": float(self.cost), "distance_to_goal": float(self.distance_to_goal),
+            "planning_time": float(self.replan_time), "waiting_time": float(self.waiting_time),
+            "task_time": float(self.task_time), "fallback": bool(self.fallback), "budget_cut": bool(self.budget_cut),
+            "parameter_estimate": self.parameter_estimate.tolist(), "parameter_spread": self.parameter_spread.tolist(),
+        }
+
 
 @dataclass(frozen=True)
 class TaskReport:
@@ -119,6 +128,19 @@ class TaskReport:
     @property
     def success(self) -> bool:
         return self.outcome is MpcOutcome.SUCCESS
+
+    def interface_values(self) -> dict[str, Any]:
+        """The ``PushObject`` action result's plain fields (their names) of this report (not
+        ``outcome``, ``total_time`` and ``final_state``, which the node converts)."""
+        return {
+            "success": self.success, "failure_reason": "" if self.success else self.failure_reason,
+            "controls_executed": int(self.controls_executed), "optimizer_iterations": int(self.optimizer_iterations),
+            "planning_time": float(self.planning_time), "execution_time": float(self.execution_time),
+            "waiting_time": float(self.waiting_time), "replan_p50": self.replan_p50, "replan_p95": self.replan_p95,
+            "fallbacks": int(self.fallbacks), "replans_from_observation": int(self.replans_from_observation),
+            "budget_cuts": int(self.budget_cuts), "planner": self.preset, "final_distance": float(self.final_distance),
+            "parameter_estimate": self.parameter_estimate.tolist(), "parameter_spread": self.parameter_spread.tolist(),
+        }
 
     @property
     def replan_p50(self) -> float:

@@ -89,6 +89,8 @@ class DatasetConfig:
     The backend fields are declared with :func:`setting` (meaning and range there).
     """
 
+    # Not settings: samples and seed have no default (every run names its own; a setting has one), and
+    # geometry is a TrainedGeometry object; they are checked below.
     samples: int
     seed: int
     geometry: TrainedGeometry = field(default_factory=default_geometry)

@@ -34,6 +34,8 @@ class NetworkConfig:
         hidden_sizes: widths of the ReLU layers, each >= 1.
     """
 
+    # Not settings: the input and output sizes come from the encoding (no default; a setting has one), and
+    # hidden_sizes is a list of integers (a tuple setting holds real numbers); all checked below.
     input_size: int
     output_size: int
     hidden_sizes: tuple[int, ...] = HIDDEN_SIZES

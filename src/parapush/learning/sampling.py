@@ -37,11 +37,10 @@ import numpy as np
 from parapush.learning.gating import path_contacts
 from parapush.learning.geometry import TrainedGeometry
 from parapush.settings import check_settings, setting
-from parapush.validation import is_real
 
 
 def _check_weights(weights: tuple[float, ...], name: str) -> None:
-    if len(weights) == 0 or any(not is_real(weight) or weight < 0 for weight in weights):
+    if len(weights) == 0 or any(weight < 0 for weight in weights):
         raise ValueError(f"{name}: expected non-negative finite weights, got {weights!r}")
     if sum(weights) <= 0:
         raise ValueError(f"{name}: the weights must not all be zero, got {weights!r}")
@@ -49,31 +48,35 @@ def _check_weights(weights: tuple[float, ...], name: str) -> None:
 
 @dataclass(frozen=True)
 class PushSamplingConfig:
-    """Distribution of the training pushes (see the module docstring; each scalar field's
-    meaning, unit and range: its :func:`setting`).
+    """Distribution of the training pushes (see the module docstring; each field's meaning,
+    unit and range: its :func:`setting`; the weights and (low, high) pairs are checked further
+    in ``__post_init__``)."""
 
-    Attributes:
-        slider_count_weights: relative probability of 1, 2, ... sliders; its length is the
-            maximum slider count.
-        direction_weights: probabilities of the direction sectors [0, 90], [90, 270] and
-            [270, 360] deg relative to the bearing of the nearest slider.
-        duration_range: (low, high) s of the other durations.
-        touching_gap_range: (low, high) m of touching gaps; low may be slightly negative
-            (overlap), above -1 mm.
-    """
-
-    slider_count_weights: tuple[float, ...] = (0.25, 0.25, 0.25, 0.25)
+    slider_count_weights: tuple[float, ...] = setting(
+        (0.25, 0.25, 0.25, 0.25),
+        "relative probability of 1, 2, ... sliders (non-negative, not all zero); its length is the maximum "
+        "slider count", kind=tuple,
+    )
     contact_fraction: float = setting(0.8, "probability that a push makes contact", minimum=0.0, maximum=1.0)
     max_speed: float = setting(0.1, "largest pusher speed", unit="m/s", above=0.0)
-    direction_weights: tuple[float, float, float] = (0.4, 0.2, 0.4)
+    direction_weights: tuple[float, float, float] = setting(
+        (0.4, 0.2, 0.4),
+        "probabilities of the direction sectors [0, 90], [90, 270] and [270, 360] deg relative to the bearing of "
+        "the nearest slider (non-negative, not all zero)", kind=tuple, lengths=(3,),
+    )
     nominal_duration: float = setting(1.0, "the usual control duration", unit="s", above=0.0)
     nominal_duration_fraction: float = setting(0.5, "probability of nominal_duration", minimum=0.0, maximum=1.0)
-    duration_range: tuple[float, float] = (0.5, 2.0)
+    duration_range: tuple[float, float] = setting(
+        (0.5, 2.0), "(low, high) of the other durations, 0 < low <= high", kind=tuple, unit="s", lengths=(2,)
+    )
     duration_quantum: float = setting(0.001, "durations are multiples of this (the fine timestep)", unit="s", above=0.0)
     first_gap_max: float = setting(0.1, "largest gap from the pusher to the first slider", unit="m", above=0.0)
     neighbour_gap_max: float = setting(0.08, "largest gap from a further slider to its anchor", unit="m", above=0.0)
     touching_fraction: float = setting(0.3, "probability of a touching gap", minimum=0.0, maximum=1.0)
-    touching_gap_range: tuple[float, float] = (-3.0e-4, 2.0e-3)
+    touching_gap_range: tuple[float, float] = setting(
+        (-3.0e-4, 2.0e-3), "(low, high) of touching gaps, -1e-3 < low <= high (low < 0: overlap)", kind=tuple,
+        unit="m", lengths=(2,),
+    )
     moving_fraction: float = setting(0.5, "fraction of initial states with random velocities", minimum=0.0, maximum=1.0)
     max_initial_speed: float = setting(0.1, "largest initial speed of moving states", unit="m/s", above=0.0)
     max_initial_spin: float = setting(2.0, "largest initial slider yaw rate of moving states", unit="rad/s", above=0.0)
@@ -82,19 +85,13 @@ class PushSamplingConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
-        object.__setattr__(self, "slider_count_weights", tuple(self.slider_count_weights))
-        object.__setattr__(self, "direction_weights", tuple(self.direction_weights))
-        object.__setattr__(self, "duration_range", tuple(self.duration_range))
-        object.__setattr__(self, "touching_gap_range", tuple(self.touching_gap_range))
         _check_weights(self.slider_count_weights, "slider_count_weights")
         _check_weights(self.direction_weights, "direction_weights")
-        if len(self.direction_weights) != 3:
-            raise ValueError(f"direction_weights: expected 3 weights, got {self.direction_weights!r}")
         touching = self.touching_gap_range
-        if len(touching) != 2 or not all(is_real(v) for v in touching) or not -1e-3 < touching[0] <= touching[1]:
+        if not -1e-3 < touching[0] <= touching[1]:
             raise ValueError(f"touching_gap_range: expected (low, high) with -1e-3 < low <= high, got {touching!r}")
         low_high = self.duration_range
-        if len(low_high) != 2 or not all(is_real(v) for v in low_high) or not 0 < low_high[0] <= low_high[1]:
+        if not 0 < low_high[0] <= low_high[1]:
             raise ValueError(f"duration_range: expected (low, high) with 0 < low <= high, got {low_high!r}")
         if not low_high[0] <= self.nominal_duration <= low_high[1]:
             raise ValueError(

@@ -66,6 +66,7 @@ class TrainingConfig:
     penetration_weight: float = setting(1.0e3, "W_F of Eq 5", unit="1/m^2", minimum=0.0)
     mirror: bool = setting(True, "add the mirrored training pushes")
     threads: int = setting(2, "torch CPU threads", minimum=1)
+    # Not a setting: a list of integers (a tuple setting holds real numbers); checked below.
     hidden_sizes: tuple[int, ...] = HIDDEN_SIZES
 
     def __post_init__(self) -> None:

@@ -35,9 +35,7 @@ from __future__ import annotations
 import enum
 import math
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -45,32 +43,24 @@ from parapush.estimation.rotations import rpy_to_matrix
 from parapush.execution.commands import TwistCommand
 from parapush.read_only import LockedReadOnly
 from parapush.settings import check_settings, setting
-from parapush.validation import check_real
 
 __all__ = ["ArmFault", "ArmSettings", "ArmStatus", "CommandOutcome", "SimArm"]
-
-
-def _triple(value: Any, name: str) -> tuple[float, float, float]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) or len(value) != 3:
-        raise ValueError(f"{name}: expected 3 numbers, got {value!r}")
-    return tuple(check_real(f"{name}[{index}]", item) for index, item in enumerate(value))
 
 
 @dataclass(frozen=True)
 class ArmSettings:
     """Frames and limits of the simulated arm (see the module docstring; each field's meaning,
-    unit and range: its :func:`setting`).
-
-    Attributes:
-        table_position_in_base: (3,) origin of the table frame in the base frame, m.
-        table_rpy_in_base: (3,) orientation of the table frame in the base frame, fixed-axis
-            roll, pitch, yaw, rad (``R = Rz(yaw) Ry(pitch) Rx(roll)``, ROS ``setRPY``).
-    """
+    unit and range: its :func:`setting`)."""
 
     base_frame: str = setting("base_link", "the arm's base frame name (MoveIt's planning frame)")
     table_frame: str = setting("table", "the table frame name")
-    table_position_in_base: tuple[float, float, float] = (0.5, 0.0, 0.0)
-    table_rpy_in_base: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    table_position_in_base: tuple[float, float, float] = setting(
+        (0.5, 0.0, 0.0), "origin of the table frame in the base frame", kind=tuple, unit="m", lengths=(3,)
+    )
+    table_rpy_in_base: tuple[float, float, float] = setting(
+        (0.0, 0.0, 0.0), "orientation of the table frame in the base frame: fixed-axis roll, pitch, yaw "
+        "(R = Rz(yaw) Ry(pitch) Rx(roll), ROS setRPY)", kind=tuple, unit="rad", lengths=(3,),
+    )
     max_speed: float = setting(0.1, "largest planar end-effector speed", unit="m/s", above=0.0)
     max_acceleration: float = setting(
         1.0, "largest change of the planar velocity (also the halt deceleration)", unit="m/s^2", above=0.0
@@ -90,10 +80,6 @@ class ArmSettings:
                 raise ValueError(f"{name}: expected a non-empty frame name, got {getattr(self, name)!r}")
         if self.base_frame == self.table_frame:
             raise ValueError(f"table_frame: must differ from base_frame {self.base_frame!r}")
-        object.__setattr__(
-            self, "table_position_in_base", _triple(self.table_position_in_base, "table_position_in_base")
-        )
-        object.__setattr__(self, "table_rpy_in_base", _triple(self.table_rpy_in_base, "table_rpy_in_base"))
 
     @property
     def table_rotation_in_base(self) -> np.ndarray:

@@ -52,6 +52,7 @@ class MocapStreamSettings:
         "parapush.estimation.body_map.resolve_body_map",
         kind=str, none="the generated mapping", ros_none="",
     )
+    # Not a setting: a TableTransform object (a mapping is converted), checked below.
     mocap_to_table: TableTransform = field(default_factory=TableTransform.y_up)
     noise: MocapNoiseSettings = field(default_factory=MocapNoiseSettings)
     seed: int = setting(0, "seed of the measurement noise", minimum=0)
@@ -131,6 +132,7 @@ class DriverSettings:
     world: WorldSettings = field(default_factory=WorldSettings)
     mocap: MocapStreamSettings = field(default_factory=MocapStreamSettings)
     gripper: GripperLinkSettings = field(default_factory=GripperLinkSettings)
+    # Not a setting: a directory the loader passes (the settings file's), not a value of the file.
     config_dir: Path | None = None
 
     def __post_init__(self) -> None:

@@ -157,8 +157,10 @@ class MocapServerSettings:
     stream_multicast: bool = setting(False, "send frames to multicast_group:data_port")
     multicast_ttl: int = setting(1, "IP TTL of multicast datagrams (1: local network only)", minimum=0, maximum=255)
     rate_hz: float = setting(120.0, "frame rate", unit="Hz", above=0.0, maximum=10_000.0)
+    # Not a setting: a NatNetVersion object (a "major.minor" string is converted), checked below.
     natnet_version: NatNetVersion = NatNetVersion(4, 1)
     application_name: str = setting("Motive (parapush simulation)", "name reported in SERVERINFO")
+    # Not a setting: 4 integers (bytes; a tuple setting holds real numbers), checked below.
     application_version: tuple[int, int, int, int] = (3, 1, 0, 0)
     high_resolution_clock_frequency: int = setting(
         10_000_000, "tick rate of the server's high-resolution clock", unit="ticks/s", minimum=1, maximum=2**63 - 1

@@ -32,6 +32,7 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from parapush.settings import check_settings, setting
 from parapush.yaml_file import read_yaml
 
 DISCOVERY_RANGES = ("SUBNET", "LOCALHOST", "OFF", "SYSTEM_DEFAULT")
@@ -103,27 +104,33 @@ class StackNetwork:
 
 @dataclass(frozen=True)
 class NetworkSettings:
-    """One profile's network as configured (``config/network.yaml``).
+    """One profile's network as configured (``config/network.yaml``; ``device_ports``' meaning
+    and choices: its :func:`setting`).
 
     Attributes:
         domain: a domain 0-232, or "auto" (the exported ``ROS_DOMAIN_ID``, else a free one of this
             machine reserved for the run: :func:`reserve_domain`), or "isolated" (always the latter).
         discovery_range: one of :data:`DISCOVERY_RANGES`.
-        device_ports: "auto" (the simulated devices listen on free ports) or "fixed" (the ports of
-            the profile's parameter file); only the simulated profile has devices of its own.
     """
 
+    # Not settings: both have no default (every profile names its own; a setting has one), and a domain
+    # is a number or a keyword (no one kind of setting); checked below.
     domain: int | str
     discovery_range: str
-    device_ports: str = "fixed"
+    device_ports: str = setting(
+        "fixed", "auto: the simulated devices listen on free ports; fixed: the ports of the profile's parameter "
+        "file (only the simulated profile has devices of its own)", choices=DEVICE_PORT_MODES,
+    )
 
     def __post_init__(self) -> None:
         if self.domain not in DOMAIN_KEYWORDS:
             _check_domain(self.domain, "domain")
         if self.discovery_range not in DISCOVERY_RANGES:
             raise NetworkError(f"discovery_range: expected one of {DISCOVERY_RANGES}, got {self.discovery_range!r}")
-        if self.device_ports not in DEVICE_PORT_MODES:
-            raise NetworkError(f"device_ports: expected one of {DEVICE_PORT_MODES}, got {self.device_ports!r}")
+        try:
+            check_settings(self)
+        except ValueError as error:
+            raise NetworkError(str(error)) from None
 
 
 def _check_domain(domain: object, name: str) -> None:

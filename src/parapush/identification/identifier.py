@@ -78,6 +78,7 @@ class IdentificationSettings:
             initial values.
     """
 
+    # Not a setting: a list of names (a tuple setting holds real numbers), checked below.
     fit: tuple[str, ...] = PARAMETER_NAMES
     population: int = setting(32, "hypotheses evaluated per iteration (one batched fine-model call)", minimum=2)
     elite: int = setting(8, "the best hypotheses the next distribution is fitted to (< population)", minimum=1)

@@ -18,6 +18,10 @@ from parapush.prediction import PredictionOutcome, PredictionRequest
 from parapush.prediction.request import iterations_from_interface
 from parapush.scene import Scene
 
+OUTCOME_FIELDS = ("iterations_used", "exact_states", "stop_reason", "schedule", "time_coarse", "time_fine",
+                  "time_correction", "time_total")
+"""The response fields copied as they are from the engine's outcome (same names, plain values)."""
+
 
 def _unset_if(value, unset):
     """None where ``value`` is the message's "not set" value, else ``value`` unchanged."""
@@ -69,16 +73,10 @@ def fill_prediction_response(
         for states, sequence in zip(outcome.trajectories, request.sequences, strict=True)
     ]
     response.success = True
-    response.iterations_used = outcome.iterations_used
-    response.exact_states = outcome.exact_states
     response.update_position = [float(v) for v in outcome.update_position]
     response.update_angle = [float(v) for v in outcome.update_angle]
-    response.stop_reason = outcome.stop_reason
-    response.schedule = outcome.schedule
-    response.time_coarse = outcome.time_coarse
-    response.time_fine = outcome.time_fine
-    response.time_correction = outcome.time_correction
-    response.time_total = outcome.time_total
+    for name in OUTCOME_FIELDS:
+        setattr(response, name, getattr(outcome, name))
     response.message = (
         f"{outcome.model} ({outcome.schedule}): {len(outcome.trajectories)} sequence(s), "
         f"{outcome.iterations_used} iteration(s), stop: {outcome.stop_reason}"

@@ -44,6 +44,7 @@ from functools import partial
 
 import numpy as np
 
+from parapush.lifecycle import Closeable
 from parapush.physics.fine import FineModel
 from parapush.physics.planar_geometry import segment_point_distance
 from parapush.physics.propagator import check_batch
@@ -205,7 +206,7 @@ class FidelityCounts:
                               self.static_objects - other.static_objects, self.reruns - other.reruns)
 
 
-class ManagedFineBackend:
+class ManagedFineBackend(Closeable):
     """A fine backend with task-informed fidelity management around another backend.
 
     Args:
@@ -321,12 +322,6 @@ class ManagedFineBackend:
     def close(self) -> None:
         """Close the wrapped backend; idempotent."""
         self.backend.close()
-
-    def __enter__(self) -> ManagedFineBackend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 __all__ = [

@@ -25,6 +25,7 @@ import numpy as np
 from parapush.identification import ObjectIdentifier, ObjectParameters
 from parapush.identification.online_identification import OnlineIdentification
 from parapush.identification.parameter_belief import ParameterBelief
+from parapush.lifecycle import Closeable
 from parapush.planning.async_world import TransitionRecorder
 from parapush.planning.robust_scoring import RobustScoring, RobustSettings
 from parapush.scene import Scene
@@ -33,7 +34,7 @@ from parapush.validation import check_instance
 __all__ = ["RobustPlanning"]
 
 
-class RobustPlanning:
+class RobustPlanning(Closeable):
     """The belief, narrowing and robust scoring of one task (module docstring).
 
     Args:
@@ -97,9 +98,3 @@ class RobustPlanning:
     def close(self) -> None:
         """Stop the fine-model threads; idempotent."""
         self.identifier.close()
-
-    def __enter__(self) -> RobustPlanning:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

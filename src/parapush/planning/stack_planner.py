@@ -50,6 +50,7 @@ from parapush.planning.presets import DEFAULT_PRESET, BuiltPlanner, PlannerPrese
 from parapush.planning.robust_scoring import RobustSettings
 from parapush.scene import Scene
 from parapush.settings import SettingsError, settings_from_mapping, settings_to_mapping
+from parapush.validation import check_instance
 
 __all__ = ["OVERRIDE_SECTIONS", "PlannerSources", "build_planner", "coarse_model_for", "load_mpc_preset",
            "planner_settings"]
@@ -102,12 +103,9 @@ class PlannerSources:
     def __post_init__(self) -> None:
         from parapush.prediction import ModelConfig
 
-        if not isinstance(self.planner, PlannerConfig):
-            raise TypeError(f"planner: expected a PlannerConfig, got {type(self.planner).__name__}")
-        if not isinstance(self.model, ModelConfig):
-            raise TypeError(f"model: expected a ModelConfig, got {type(self.model).__name__}")
-        if not isinstance(self.preset, PlannerPreset):
-            raise TypeError(f"preset: expected a PlannerPreset, got {type(self.preset).__name__}")
+        check_instance("planner", self.planner, PlannerConfig, "a PlannerConfig")
+        check_instance("model", self.model, ModelConfig, "a ModelConfig")
+        check_instance("preset", self.preset, PlannerPreset, "a PlannerPreset")
         object.__setattr__(self, "overrides", MappingProxyType(dict(self.overrides)))
 
     @classmethod

@@ -27,6 +27,9 @@ import numpy as np
 from parapush.physics.planar_geometry import segment_point_distance
 from parapush.scene import ObjectSpec, Scene
 
+WARM_START_FILLS = ("repeat", "zero")
+"""How :func:`shift_controls` completes the shifted sequence: a copy of the last control, or a zero velocity."""
+
 
 def _extent_along(spec: ObjectSpec, yaw: float, direction: np.ndarray) -> float:
     """Support distance of the object's outline from its origin (its pose) along ``direction``
@@ -140,7 +143,7 @@ def shift_controls(previous: np.ndarray, *, fill: str = "repeat") -> np.ndarray:
     previous = np.asarray(previous, dtype=float)
     if previous.ndim != 2 or previous.shape[1] != 2 or previous.shape[0] < 1:
         raise ValueError(f"previous: expected shape (N, 2) with N >= 1, got {previous.shape}")
-    if fill not in ("repeat", "zero"):
-        raise ValueError(f"fill: expected 'repeat' or 'zero', got {fill!r}")
+    if fill not in WARM_START_FILLS:
+        raise ValueError(f"fill: expected {' or '.join(repr(name) for name in WARM_START_FILLS)}, got {fill!r}")
     last = previous[-1] if fill == "repeat" else np.zeros(2)
     return np.vstack([previous[1:], last[None]])

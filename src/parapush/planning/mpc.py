@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from parapush.planning.costs import CostFunction
-from parapush.planning.initial_guess import shift_controls, straight_line_controls
+from parapush.planning.initial_guess import WARM_START_FILLS, shift_controls, straight_line_controls
 from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryOptimizer
 from parapush.planning.predictive_model import PredictiveModel
 from parapush.planning.termination import MpcOutcome, TaskStatus, TerminationCheck
@@ -74,7 +74,7 @@ class MpcSettings:
     initial_speed: float = setting(0.05, "speed of the straight-line initial guess", unit="m/s", above=0.0)
     approach_clearance: float = setting(0.01, "pusher/target gap at the straight line's pre-push point", unit="m",
                                         minimum=0.0)
-    warm_start_fill: str = setting("repeat", "how the shifted warm start is completed", choices=("repeat", "zero"))
+    warm_start_fill: str = setting("repeat", "how the shifted warm start is completed", choices=WARM_START_FILLS)
     replan_proposal: bool = setting(True, "every re-plan also starts from the straight-line push from its start "
                                     "state (false: the shifted warm start alone)")
 

@@ -396,17 +396,15 @@ def load_graph(path: str | Path | None = None) -> NodeGraph:
 
 
 def resolve_scene_path(scene_file: str) -> Path:
-    """A scene given as a path, or as a file name in the package's ``config/scenes/``.
+    """A scene by the stack's one config-file rule (:func:`parapush.yaml_file.config_file`): a
+    path, or a bare file name in the package's ``config/scenes/``; empty: :data:`DEFAULT_SCENE`.
 
     Raises:
-        FileNotFoundError: naming what was looked for.
+        FileNotFoundError: naming ``scene_file`` and what was looked for.
     """
-    if not scene_file:
-        scene_file = DEFAULT_SCENE
-    path = Path(scene_file).expanduser()
-    if path.is_file():
-        return path
-    candidate = config_dir() / "scenes" / scene_file
-    if candidate.is_file():
-        return candidate
-    raise FileNotFoundError(f"scene_file: {scene_file!r} is neither a file nor a scene in {candidate.parent}")
+    from parapush.yaml_file import config_file  # not at module level: parapush.yaml_file imports config_dir from here
+
+    try:
+        return config_file(scene_file or DEFAULT_SCENE, config_dir() / "scenes")
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"scene_file: {error}") from None

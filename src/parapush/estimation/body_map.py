@@ -23,7 +23,7 @@ from typing import Any
 
 from parapush.scene import Scene
 from parapush.validation import check_real
-from parapush.yaml_file import load_yaml
+from parapush.yaml_file import config_file, load_yaml
 
 #: The scene body name of the pusher.
 PUSHER_BODY = "pusher"
@@ -300,11 +300,12 @@ def resolve_body_map(scene: Scene, setting: str, config_directory: str | Path) -
     Args:
         scene: the scene it must map (validated).
         setting: ``"auto"`` (the scene's own file ``<config>/mocap/<scene name>.yaml`` if it
-            exists, else the generated mapping), ``""`` (the generated mapping), or a file:
-            a path, or a name relative to ``config_directory``.
-        config_directory: the package's config directory.
+            exists, else the generated mapping), ``""`` (the generated mapping), or a file by the
+            stack's one config-file rule (:func:`parapush.yaml_file.config_file`): a path, or a
+            bare file name in ``config_directory``.
+        config_directory: the package's config directory (or the settings file's).
     Raises:
-        BodyMapError: naming the file and the entry.
+        BodyMapError: naming the file and the entry, or the file that is not there.
     """
     config_directory = Path(config_directory)
     if setting == "":
@@ -314,7 +315,8 @@ def resolve_body_map(scene: Scene, setting: str, config_directory: str | Path) -
         if not candidate.is_file():
             return default_body_map(scene), f"generated (no {candidate})"
         return load_body_map(candidate, scene), str(candidate)
-    path = Path(setting).expanduser()
-    if not path.is_absolute() and not path.is_file():
-        path = config_directory / setting
+    try:
+        path = config_file(setting, config_directory)
+    except FileNotFoundError as error:
+        raise BodyMapError(f"cannot read body mapping ({error})") from None
     return load_body_map(path, scene), str(path)

@@ -48,7 +48,7 @@ class MocapStreamSettings:
     bodies_file: str | None = setting(
         AUTO_BODY_MAP,
         "the estimator's body mapping: 'auto' (config/mocap/<scene name>.yaml when it exists, else the generated "
-        "mapping) or a file (relative paths: to the settings file's directory); see "
+        "mapping) or a file: a path, or a bare file name in the settings file's directory; see "
         "parapush.estimation.body_map.resolve_body_map",
         kind=str, none="the generated mapping", ros_none="",
     )

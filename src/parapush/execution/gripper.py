@@ -91,7 +91,7 @@ class GripperDriverSettings:
         minimum=0, maximum=10,
     )
     poll_period_s: float = setting(0.01, "pause between status reads while waiting", unit="s", above=0.0)
-    # Not a setting: a FingerGeometry object (the finger calibration), checked below.
+    # A nested section: the finger calibration (its fields are FingerGeometry's settings).
     geometry: FingerGeometry = field(default_factory=FingerGeometry)
 
     def __post_init__(self) -> None:

@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from parapush.execution.command_stream import CommandStreamSettings
+from parapush.execution.gripper import GripperDriverSettings
+from parapush.execution.safety import SafetyLimits
+from parapush.execution.velocity_executor import ExecutorSettings
+from parapush.learning.sampling import PushSamplingConfig
 from parapush.physics.fine_settings import FineSettings
 from parapush.settings import (
     SettingsError,
@@ -16,6 +21,8 @@ from parapush.settings import (
     setting_fields,
     settings_from_mapping,
 )
+from parapush.sim.arm import ArmSettings
+from parapush.stack_network import NetworkSettings
 from parapush.validation import (
     check_choice,
     check_fields,
@@ -180,3 +187,39 @@ def test_fine_settings_are_declared_settings():
     assert {"timestep", "integrator", "pusher_collider", "cone"} <= paths
     with pytest.raises(ValueError, match=r"^integrator: expected one of"):
         FineSettings(integrator="verlet")
+
+
+@pytest.mark.parametrize(
+    ("settings_class", "declared", "invalid", "message"),
+    [
+        (CommandStreamSettings, {"rate_hz", "frame_id"}, {"rate_hz": 0.0}, r"^rate_hz: expected a finite number > 0"),
+        (GripperDriverSettings, {"request_timeout_s", "retries", "poll_period_s", "geometry.stroke_m"},
+         {"retries": 11}, r"^retries: expected an integer >= 0 and <= 10"),
+        (ExecutorSettings, {"stop_repeats"}, {"stop_repeats": 0}, r"^stop_repeats: expected an integer >= 1"),
+        (PushSamplingConfig, {"slider_count_weights", "direction_weights", "duration_range", "touching_gap_range"},
+         {"direction_weights": (0.5, 0.5)}, r"^direction_weights: expected 3 numbers, got 2"),
+        (ArmSettings, {"table_position_in_base", "table_rpy_in_base"}, {"table_rpy_in_base": (0.0, 0.0)},
+         r"^table_rpy_in_base: expected 3 numbers, got 2"),
+        (NetworkSettings, {"device_ports"}, {"device_ports": "free"}, r"^device_ports: expected one of"),
+    ],
+)
+def test_library_settings_are_declared_settings(settings_class, declared, invalid, message):
+    assert declared <= {item.path for item in setting_fields(settings_class)}
+    required = {
+        CommandStreamSettings: {}, GripperDriverSettings: {}, PushSamplingConfig: {}, ArmSettings: {},
+        ExecutorSettings: {"stream": CommandStreamSettings(), "limits": SafetyLimits(-1.0, 1.0, -1.0, 1.0)},
+        NetworkSettings: {"domain": 3, "discovery_range": "SUBNET"},
+    }[settings_class]
+    settings_class(**required)
+    with pytest.raises(ValueError, match=message):
+        settings_class(**required, **invalid)
+
+
+def test_safety_limits_declare_their_limits_and_keep_the_box_required():
+    assert {item.path for item in setting_fields(SafetyLimits)} == {
+        "max_speed_m_s", "max_acceleration_m_s2", "stale_state_timeout_s", "command_timeout_s"
+    }
+    with pytest.raises(ValueError, match=r"^command_timeout_s: expected a finite number > 0"):
+        SafetyLimits(-1.0, 1.0, -1.0, 1.0, command_timeout_s=0.0)
+    with pytest.raises(TypeError):
+        SafetyLimits()  # the workspace box has no default

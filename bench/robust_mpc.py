@@ -85,6 +85,8 @@ QUICK_SEEDS = (0, 1, 2)
 DISTURBED = 0.01
 """m: a non-target object that ends farther than this from its start was disturbed."""
 NARROWING_UPDATES = 3
+MIN_COM_TO_FIND = 0.003
+"""m: runs whose true centre of mass is closer than this to the prior's say nothing about its direction."""
 
 
 # -- scenes -------------------------------------------------------------------------------------
@@ -226,19 +228,32 @@ def narrowing(runs: list[dict]) -> list[dict]:
             moved = np.array([np.subtract(r["belief_estimates"][NARROWING_UPDATES][3:], r["belief_estimates"][0][3:])
                               for r in chosen])
             needed = np.array([np.subtract(r["true_target"][3:], r["belief_estimates"][0][3:]) for r in chosen])
-            closer = np.linalg.norm(needed - moved, axis=1) < np.linalg.norm(needed, axis=1)
-            cosine = np.sum(moved * needed, axis=1) / np.maximum(
-                np.linalg.norm(moved, axis=1) * np.linalg.norm(needed, axis=1), 1e-12)
             rows.append({
                 "planner": planner, "world": world, "runs": len(chosen), "updates": NARROWING_UPDATES,
                 **{f"spread_ratio_{name}": float(np.median(ratios[:, i])) for i, name in enumerate(PARAMETER_NAMES)},
-                "com_estimate_closer_share": float(np.mean(closer)),
-                "com_direction_cosine_median": float(np.median(cosine)),
-                "com_direction_towards_share": float(np.mean(cosine > 0.0)),
-                "com_moved_over_needed_median": float(np.median(np.linalg.norm(moved, axis=1)
-                                                                / np.maximum(np.linalg.norm(needed, axis=1), 1e-12))),
+                **com_movement(moved, needed),
             })
     return rows
+
+
+def com_movement(moved: np.ndarray, needed: np.ndarray) -> dict[str, float]:
+    """How the centre-of-mass estimates moved (``moved`` (R, 2) m) against how they needed to move
+    to reach the true ones (``needed`` (R, 2) m), over the runs whose true centre of mass lies at
+    least ``MIN_COM_TO_FIND`` from the prior's (NaN when none: the nominal world's lies on it)."""
+    far = np.linalg.norm(needed, axis=1) >= MIN_COM_TO_FIND
+    if not np.any(far):
+        return {"com_runs": 0, "com_estimate_closer_share": math.nan, "com_direction_cosine_median": math.nan,
+                "com_direction_towards_share": math.nan, "com_moved_over_needed_median": math.nan}
+    moved, needed = moved[far], needed[far]
+    lengths = np.linalg.norm(needed, axis=1)
+    cosine = np.sum(moved * needed, axis=1) / np.maximum(np.linalg.norm(moved, axis=1) * lengths, 1e-12)
+    return {
+        "com_runs": int(far.sum()),
+        "com_estimate_closer_share": float(np.mean(np.linalg.norm(needed - moved, axis=1) < lengths)),
+        "com_direction_cosine_median": float(np.median(cosine)),
+        "com_direction_towards_share": float(np.mean(cosine > 0.0)),
+        "com_moved_over_needed_median": float(np.median(np.linalg.norm(moved, axis=1) / lengths)),
+    }
 
 
 def table(rows: list[dict]) -> str:
@@ -259,6 +274,8 @@ def figures(rows: list[dict], narrowed: list[dict], minutes: float, loads: list[
             for name in ("successes", "runs", "replan_p50_s", "replan_p95_s"):
                 result[f"{prefix}_{name}"] = row[name]
     for row in narrowed:
+        if row["world"] != "randomized":  # the nominal world's centre of mass is the prior's: nothing to find
+            continue
         prefix = f"{row['planner'].replace('-', '_')}_{row['world']}"
         for name in ("spread_ratio_com_x", "spread_ratio_com_y", "com_estimate_closer_share",
                      "com_direction_towards_share", "com_moved_over_needed_median"):

@@ -34,14 +34,18 @@ import argparse
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 from parapush.graph import (
     DEFAULT_SCENE,
@@ -180,23 +184,40 @@ class Bringup:
         self._stopped = threading.Event()  # every stage stopped
         self._lock = threading.RLock()  # one of: a supervision step, a stop
         self._supervisor: threading.Thread | None = None
+        self._parameter_dir: Path | None = None  # the nodes' files of this bringup's values
 
     def entries(self) -> tuple[NodeEntry, ...]:
         """The nodes this bringup runs: the profile's, and the simulated devices' with ``sim_devices``."""
         return self.graph.stack_nodes(self.profile, sim_devices=self.sim_devices)
 
     def command(self, entry: NodeEntry) -> list[str]:
-        """The command line that runs ``entry``, exactly as a launch file would configure it."""
+        """The command line that runs ``entry``, exactly as a launch file would configure it: the
+        graph's and the caller's parameter files, then a file of this bringup's own values
+        (``scene_file`` and ``overrides``), last, so they win. Not ``-p``: rcl drops a ``-p`` value
+        of a node whose section appears in a later-parsed ``--params-file`` (measured: ``-p
+        planner_config:=...`` was ignored once config/profile_sim.yaml, which has an ``mpc``
+        section, was among the files), so ``--param`` overrides went unapplied without a word."""
         command = [sys.executable, "-m", f"parapush.nodes.{entry.executable}"]
         command += ["--ros-args", "-r", f"__node:={entry.name}"]
         for path in self.graph.parameter_files(entry, self.profile):
             command += ["--params-file", str(path)]
         for path in self.parameter_files:
             command += ["--params-file", str(path)]
-        command += ["-p", f"scene_file:={self.scene_path}"]
-        for name, value in self.overrides.get(entry.name, {}).items():
-            command += ["-p", f"{name}:={_parameter_text(value)}"]
+        command += ["--params-file", str(self._own_parameter_file(entry))]
         return command
+
+    def _own_parameter_file(self, entry: NodeEntry) -> Path:
+        """``entry``'s parameter file of this bringup's values (written once, removed by :meth:`stop`)."""
+        with self._lock:
+            if self._parameter_dir is None:
+                self._parameter_dir = Path(tempfile.mkdtemp(prefix="parapush-parameters-"))
+            path = self._parameter_dir / f"{entry.name}.yaml"
+            if not path.is_file():
+                values = {"scene_file": str(self.scene_path)}
+                values.update({name: _parameter_value(value)
+                               for name, value in self.overrides.get(entry.name, {}).items()})
+                path.write_text(yaml.safe_dump({entry.name: {"ros__parameters": values}}))
+            return path
 
     def _spawn(self, entry: NodeEntry, log_path: Path | None, *, append: bool) -> subprocess.Popen:
         output = open(log_path, "a" if append else "w") if log_path is not None else None  # noqa: SIM115
@@ -306,6 +327,9 @@ class Bringup:
                 if any(node.process.poll() is None for node in nodes):
                     self._say(f"stopping {', '.join(node.entry.name for node in nodes)}")
                 _stop_processes([node.process for node in nodes], timeout)
+            if self._parameter_dir is not None:
+                shutil.rmtree(self._parameter_dir, ignore_errors=True)
+                self._parameter_dir = None
         self._stopped.set()
         if self.domain_lease is not None:
             self.domain_lease.release()
@@ -354,10 +378,12 @@ def _stop_processes(processes: Sequence[subprocess.Popen], timeout: float) -> No
                 process.wait(timeout=max(0.0, deadline - time.monotonic()))
 
 
-def _parameter_text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _parameter_value(value: object) -> object:
+    """A parameter value as its file holds it: a text (``--param node.name=TEXT``) typed as ROS
+    types a ``-p`` value (YAML: ``1.0`` a double, ``true`` a bool, ``a/b.yaml`` a string)."""
+    if isinstance(value, str) and value:
+        return yaml.safe_load(value)
+    return value
 
 
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,8 @@ the scene (its target and goal region), prints progress, and writes a run folder
   sent to result), ``planning_time_s`` (sum of the re-plan wall times; the pipelined planner
   plans while the pusher moves, so this overlaps execution), ``waiting_time_s`` (the pusher
   stood still waiting for a plan), ``execution_time_s``, ``replan_p50_s``/``replan_p95_s``,
-  and their shares of the task time;
+  and their shares of the task time; with robust planning (``robust.samples`` > 1) the target's
+  ``target_estimate`` and ``target_spread`` at the end;
 * ``logs/<node>.log`` — each node's output.
 
     python -m parapush.programs.demo [--scene clutter_fig1.yaml] [--out runs/NAME] [--planner realtime]
@@ -340,6 +341,12 @@ def _report_result(result, metrics: dict) -> None:
         waiting_share=result.waiting_time / task if task > 0 else None,
         final_distance_m=result.final_distance,
     )
+    if len(result.parameter_estimate):  # robust planning: the target's belief at the end
+        names = ("mass_kg", "support_friction", "pusher_friction", "com_x_m", "com_y_m")
+        metrics.update(target_estimate=dict(zip(names, map(float, result.parameter_estimate), strict=True)),
+                       target_spread=dict(zip(names, map(float, result.parameter_spread), strict=True)))
+        print(f"[demo] target's belief (robust planning): estimate {list(result.parameter_estimate)}, "
+              f"spread {list(result.parameter_spread)}", flush=True)
 
 
 def _stop(run: _DemoRun) -> dict:

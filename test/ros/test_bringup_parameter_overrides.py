@@ -1,6 +1,7 @@
-"""A bringup's ``--param`` overrides reach the node even where a profile file sets the parameter's node
-section: rcl dropped ``-p`` values in that case (``mpc.planner_config`` and ``mpc.state_timeout`` were
-ignored with the sim profile's files), so the overrides travel in the last parameter file instead."""
+"""A bringup's ``--param`` overrides reach the node even where its own file sets the parameter: with a
+``/**`` section among the files (config/model.yaml's) rcl let the node's section win over ``-p``
+(``mpc.planner_config`` and ``mpc.state_timeout`` were ignored), so the overrides travel in the last
+parameter file instead."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def test_overrides_win_over_the_profile_files_with_their_types() -> None:
         entry = next(entry for entry in bringup.entries() if entry.name == "mpc")
         command = bringup.command(entry)
         ros_arguments = command[command.index("--ros-args"):]
-        assert any("profile_sim" in item for item in ros_arguments)  # the file that used to win
+        assert any(item.endswith("model.yaml") for item in ros_arguments)  # its /** section made -p lose
         probe = subprocess.run([sys.executable, "-c", PROBE, *ros_arguments], capture_output=True, text=True,
                                timeout=60, check=True)
         values = json.loads(probe.stdout.strip().splitlines()[-1])

@@ -193,10 +193,10 @@ class Bringup:
     def command(self, entry: NodeEntry) -> list[str]:
         """The command line that runs ``entry``, exactly as a launch file would configure it: the
         graph's and the caller's parameter files, then a file of this bringup's own values
-        (``scene_file`` and ``overrides``), last, so they win. Not ``-p``: rcl drops a ``-p`` value
-        of a node whose section appears in a later-parsed ``--params-file`` (measured: ``-p
-        planner_config:=...`` was ignored once config/profile_sim.yaml, which has an ``mpc``
-        section, was among the files), so ``--param`` overrides went unapplied without a word."""
+        (``scene_file`` and ``overrides``), last, so they win. Not ``-p``: with a ``/**`` section
+        among the files (config/model.yaml's) rcl let the node's own section win over ``-p``
+        (measured: ``-p planner_config:=... -p state_timeout:=1.0`` left the mpc node at
+        config/mpc.yaml's planner.yaml and 5.0), so ``--param`` overrides went unapplied without a word."""
         command = [sys.executable, "-m", f"parapush.nodes.{entry.executable}"]
         command += ["--ros-args", "-r", f"__node:={entry.name}"]
         for path in self.graph.parameter_files(entry, self.profile):

@@ -149,11 +149,11 @@ def test_robot_profile_against_the_simulated_devices(monkeypatch):
         names = [entry.name for entry in bringup.entries()]
         assert names[0] == "sim_driver" and "executor" in names
         assert bringup.network == StackNetwork(78, "LOCALHOST")  # the sim profile's network, not the robot's
-        estimator = bringup.command(bringup.graph.node("state_estimator"))
-        assert "server_address:=127.0.0.1" in estimator and "multicast:=false" in estimator
-        assert f"command_port:={FIXED_DEVICE_PORTS.natnet_command}" in estimator
-        executor = bringup.command(bringup.graph.node("executor"))
-        assert f"gripper.address:=tcp://127.0.0.1:{FIXED_DEVICE_PORTS.gripper_tcp}" in executor
+        estimator = bringup.own_parameters(bringup.graph.node("state_estimator"))
+        assert estimator["server_address"] == "127.0.0.1" and estimator["multicast"] is False
+        assert estimator["command_port"] == FIXED_DEVICE_PORTS.natnet_command
+        executor = bringup.own_parameters(bringup.graph.node("executor"))
+        assert executor["gripper.address"] == f"tcp://127.0.0.1:{FIXED_DEVICE_PORTS.gripper_tcp}"
         assert [entry.name for entry in bringup.graph.shutdown_stages("real", sim_devices=True)[-1]] == ["sim_driver"]
     finally:
         bringup.stop()
@@ -166,8 +166,9 @@ def test_a_parameter_overlay_goes_to_every_node_after_the_graphs_files(tmp_path)
     for entry in bringup.entries():
         command = bringup.command(entry)
         files = [command[index + 1] for index, word in enumerate(command) if word == "--params-file"]
-        assert files[-1] == str(overlay.resolve())
-        assert command.index(str(overlay.resolve())) < command.index("-p")
+        assert files[-2] == str(overlay.resolve())  # after the graph's files, before the bringup's own values
+        assert bringup.own_parameters(entry)["scene_file"] == str(bringup.scene_path) and "-p" not in command
+    bringup.stop()  # removes the bringup's own files
     with pytest.raises(FileNotFoundError, match="parameter_files: no such file"):
         Bringup("sim", parameter_files=(tmp_path / "missing.yaml",))
 

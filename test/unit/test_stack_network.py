@@ -193,11 +193,11 @@ def test_two_sim_bringups_get_their_own_domains_and_ports(capsys):
         assert first.network.discovery_range == "LOCALHOST"
         assert first.child_environment()["ROS_DOMAIN_ID"] == str(first.network.domain)
         assert first.device_ports != second.device_ports
-        driver = first.command(first.graph.node("sim_driver"))
-        assert f"natnet_command_port:={first.device_ports.natnet_command}" in driver
-        assert f"gripper_tcp_port:={first.device_ports.gripper_tcp}" in driver
-        estimator = first.command(first.graph.node("state_estimator"))
-        assert f"command_port:={first.device_ports.natnet_command}" in estimator
+        driver = first.own_parameters(first.graph.node("sim_driver"))
+        assert driver["natnet_command_port"] == first.device_ports.natnet_command
+        assert driver["gripper_tcp_port"] == first.device_ports.gripper_tcp
+        estimator = first.own_parameters(first.graph.node("state_estimator"))
+        assert estimator["command_port"] == first.device_ports.natnet_command
         assert second.overrides["executor"]["gripper.address"] == "tcp://127.0.0.1:1"  # the caller's wins
         lines = first.describe_network()
         assert str(first.network.domain) in lines[0] and str(first.device_ports.gripper_tcp) in lines[1]

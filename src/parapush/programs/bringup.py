@@ -206,6 +206,11 @@ class Bringup:
         command += ["--params-file", str(self._own_parameter_file(entry))]
         return command
 
+    def own_parameters(self, entry: NodeEntry) -> dict[str, object]:
+        """The values this bringup gives ``entry`` (``scene_file`` and its overrides, typed), as the
+        last parameter file of its :meth:`command` holds them."""
+        return yaml.safe_load(self._own_parameter_file(entry).read_text())[entry.name]["ros__parameters"]
+
     def _own_parameter_file(self, entry: NodeEntry) -> Path:
         """``entry``'s parameter file of this bringup's values (written once, removed by :meth:`stop`)."""
         with self._lock:

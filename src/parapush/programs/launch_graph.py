@@ -195,6 +195,10 @@ def stack_actions(graph, profile: str, values: dict[str, str], leases: list) -> 
                 package=PACKAGE,
                 executable=entry.executable,
                 name=entry.name,
+                # a namespace makes the name fully specified, so launch_ros writes the dict parameters
+                # below under the node's own section: under "/**" (its choice for an unspecified
+                # namespace) rcl let the node's section in the graph's files win over them
+                namespace="",
                 output="screen",
                 emulate_tty=True,
                 parameters=[*(str(path) for path in graph.parameter_files(entry, profile)), *overlay,

@@ -42,7 +42,6 @@ support points, so the com that makes the model reproduce the world lies beyond 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -65,7 +64,7 @@ from parapush.sim.world_physics import SimWorldPhysics
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference as bench_reference  # noqa: E402
 from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
-from parareal_common import RESULTS, environment, format_table, wilson_interval  # noqa: E402
+from parareal_common import RESULTS, bench_arguments, environment, format_table, wilson_interval  # noqa: E402
 from parareal_common import _jsonable as jsonable  # noqa: E402
 from realtime_mpc import CONFIG, CpuTimed, uptime, world_settings  # noqa: E402
 
@@ -285,8 +284,7 @@ def figures(rows: list[dict], narrowed: list[dict], minutes: float, loads: list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one scene per kind, seeds 0-2")
+    parser = bench_arguments(__doc__.splitlines()[0], quick="one scene per kind, seeds 0-2")
     parser.add_argument("--planners", nargs="+", choices=list(PLANNERS), default=list(PLANNERS))
     parser.add_argument("--worlds", nargs="+", choices=WORLDS, default=list(WORLDS))
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))

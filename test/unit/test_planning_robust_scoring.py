@@ -72,8 +72,8 @@ def test_elites_are_scored_under_every_model_and_ranked_by_the_risk(setup) -> No
     state = initial_state(scene)
     corrected_cost = float(cost.evaluate(result.trajectory[None], result.controls[None])[0])
     assert made.last_report.corrected_cost == pytest.approx(corrected_cost)
-    scores = scoring.score(state, result.controls[None], np.ones(4), result.trajectory[None],
-                           np.array([corrected_cost]), cost=cost, coarse=glued_model(scene), depth=1)
+    scores = scoring.score(state, result.controls[None], np.ones(4), np.array([corrected_cost]), cost=cost,
+                           coarse=glued_model(scene), depth=1)
     assert scores.costs.shape == (4, 1) and scores.costs[0, 0] == corrected_cost
     assert result.cost == pytest.approx(scores.scores[0]) and result.cost == pytest.approx(scores.costs.max())
     assert np.ptp(scores.costs) > 0.0  # the drawn models predict other outcomes

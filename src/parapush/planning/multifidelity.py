@@ -74,6 +74,8 @@ __all__ = [
     "MultiFidelityReport",
     "MultiFidelitySettings",
     "choose_coarse_model",
+    "coarse_continuation",
+    "finite_costs",
     "select_elites",
 ]
 
@@ -423,13 +425,7 @@ class MultiFidelityPlanner:
                 "corrector",
             )
             self._corrector_seconds_per_control = (time.perf_counter() - call_started) / int(leading)
-            trajectories[rows, : leading + 1] = head
-            if leading == horizon:
-                continue
-            for row, start in zip(rows, head[:, leading], strict=True):
-                if np.all(np.isfinite(start)):
-                    tail = self.coarse.predict(start, controls[row : row + 1, leading:], durations[leading:])
-                    trajectories[row, leading + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
+            trajectories[rows] = coarse_continuation(self.coarse, head, controls[rows], durations)
         return trajectories, cut
 
 
@@ -486,7 +482,7 @@ class _Round:
             return None
         controls, trajectories = recorder.batches()
         self.coarse_sequences += controls.shape[0]
-        return controls, trajectories, _evaluate(trajectories, controls, self.cost)
+        return controls, trajectories, finite_costs(trajectories, controls, self.cost)
 
     def search_and_correct(self, searcher, start: np.ndarray, proposals: np.ndarray | None) -> np.ndarray | None:
         """One round; the start of the refinement round, or None when no further round is due."""
@@ -510,17 +506,14 @@ class _Round:
                                           end=self.end)
         self.budget_cut |= cut
         self.correction_time += time.perf_counter() - correction_started
-        valid = is_finite_trajectory(corrected)
-        self.unstable += int(np.count_nonzero(~valid))
-        elite_costs = np.full(elites.size, math.inf)
-        if np.any(valid):
-            elite_costs[valid] = np.asarray(self.cost.evaluate(corrected[valid], controls[elites][valid]), dtype=float)
+        self.unstable += int(np.count_nonzero(~is_finite_trajectory(corrected)))
+        elite_costs = finite_costs(corrected, controls[elites], self.cost)
         elite_costs = np.where(np.isnan(elite_costs), math.inf, elite_costs)
         scores = elite_costs
         if planner.robust is not None:
             scoring_started = time.perf_counter()
-            scores = planner.robust.score(self.state, controls[elites], durations, corrected, elite_costs,
-                                          cost=self.cost, coarse=planner.coarse, depth=planner.corrected_depth()).scores
+            scores = planner.robust.score(self.state, controls[elites], durations, elite_costs, cost=self.cost,
+                                          coarse=planner.coarse, depth=planner.corrected_depth()).scores
             planner._robust_seconds = time.perf_counter() - scoring_started
             self.correction_time += planner._robust_seconds
         # coarse cost of each elite as the unbiased coarse model sees it (for the report)
@@ -575,13 +568,32 @@ class _Round:
         )
 
 
-def _evaluate(trajectories: np.ndarray, controls: np.ndarray, cost: TrajectoryCost) -> np.ndarray:
-    """Costs (M,) of trajectories (M, N+1, D); +inf where a trajectory is not finite."""
+def finite_costs(trajectories: np.ndarray, controls: np.ndarray, cost: TrajectoryCost) -> np.ndarray:
+    """Costs (M,) of trajectories (M, N+1, D) under controls (M, N, 2); +inf where a trajectory
+    is not finite (never evaluated)."""
     costs = np.full(controls.shape[0], math.inf)
     finite = is_finite_trajectory(trajectories)
     if np.any(finite):
         costs[finite] = np.asarray(cost.evaluate(trajectories[finite], controls[finite]), dtype=float)
     return costs
+
+
+def coarse_continuation(coarse: PredictiveModel, heads: np.ndarray, controls: np.ndarray,
+                        durations: np.ndarray) -> np.ndarray:
+    """Trajectories (R, N+1, D) of ``heads`` (R, m+1, D), the states of the first m controls of
+    ``controls`` (R, N, 2), continued by the ``coarse`` model from each head's last state over the
+    remaining controls (one call per row); rows whose head ends non-finite stay NaN after it."""
+    rows, horizon = controls.shape[:2]
+    depth = heads.shape[1] - 1
+    trajectories = np.full((rows, horizon + 1, heads.shape[2]), np.nan)
+    trajectories[:, : depth + 1] = heads
+    if depth == horizon:
+        return trajectories
+    for row, start in enumerate(heads[:, depth]):
+        if np.all(np.isfinite(start)):
+            tail = coarse.predict(start, controls[row : row + 1, depth:], durations[depth:])
+            trajectories[row, depth + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
+    return trajectories
 
 
 def _moved_objects(trajectories: np.ndarray, displacement: float) -> np.ndarray:
@@ -596,12 +608,7 @@ def _moved_objects(trajectories: np.ndarray, displacement: float) -> np.ndarray:
 def _costs(
     model: PredictiveModel, state: np.ndarray, controls: np.ndarray, durations: np.ndarray, cost: TrajectoryCost
 ) -> np.ndarray:
-    trajectories = np.asarray(model.predict(state, controls, durations), dtype=float)
-    costs = np.full(controls.shape[0], math.inf)
-    finite = is_finite_trajectory(trajectories)
-    if np.any(finite):
-        costs[finite] = np.asarray(cost.evaluate(trajectories[finite], controls[finite]), dtype=float)
-    return costs
+    return finite_costs(np.asarray(model.predict(state, controls, durations), dtype=float), controls, cost)
 
 
 def _replace_iterations(settings: OptimizerSettings, iterations: int) -> OptimizerSettings:

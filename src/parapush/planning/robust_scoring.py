@@ -32,7 +32,8 @@ import numpy as np
 
 from parapush.identification import ObjectIdentifier
 from parapush.identification.parameter_belief import BeliefSettings, ParameterBelief, ParameterSpread
-from parapush.planning.predictive_model import PredictiveModel, is_finite_trajectory
+from parapush.planning.multifidelity import coarse_continuation, finite_costs
+from parapush.planning.predictive_model import PredictiveModel
 from parapush.planning.risk import RiskMeasure
 from parapush.settings import check_settings, setting
 from parapush.validation import check_instance
@@ -101,7 +102,6 @@ class RobustScoring:
         initial_state: np.ndarray,
         controls: np.ndarray,
         durations: np.ndarray,
-        corrected: np.ndarray,
         corrected_costs: np.ndarray,
         *,
         cost,
@@ -114,8 +114,7 @@ class RobustScoring:
             initial_state: (D,) where the plan starts.
             controls: (E, N, 2) m/s, the elites.
             durations: (N,) s.
-            corrected: (E, N+1, D) the corrector's trajectories of the elites.
-            corrected_costs: (E,) their costs (inf where the corrector failed).
+            corrected_costs: (E,) their costs under the corrector's trajectories (inf where it failed).
             cost: the trajectory cost (``evaluate(trajectories, controls)``).
             coarse: the coarse model, which continues each drawn model's rows after ``depth``.
             depth: m, controls the drawn models predict with the fine model (1 <= m <= N).
@@ -125,22 +124,11 @@ class RobustScoring:
         depth = min(max(int(depth), 1), horizon)
         vectors = self.belief.representatives(self.settings.samples - 1)  # (M-1, 5)
         heads = self.identifier.rollouts(initial_state, controls[:, :depth], durations[:depth], vectors)
-        drawn = np.full((vectors.shape[0], elites, horizon + 1, initial_state.shape[0]), np.nan)
-        drawn[:, :, : depth + 1] = heads
-        if depth < horizon:
-            for model_index in range(vectors.shape[0]):
-                for elite in range(elites):
-                    start = heads[model_index, elite, depth]
-                    if np.all(np.isfinite(start)):
-                        tail = coarse.predict(start, controls[elite : elite + 1, depth:], durations[depth:])
-                        drawn[model_index, elite, depth + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
         costs = np.full((vectors.shape[0] + 1, elites), math.inf)
         costs[0] = corrected_costs
         for model_index in range(vectors.shape[0]):
-            finite = is_finite_trajectory(drawn[model_index])
-            if np.any(finite):
-                costs[model_index + 1, finite] = np.asarray(
-                    cost.evaluate(drawn[model_index][finite], controls[finite]), dtype=float)
+            drawn = coarse_continuation(coarse, heads[model_index], controls, durations)
+            costs[model_index + 1] = finite_costs(drawn, controls, cost)
         costs = np.where(np.isnan(costs), math.inf, costs)
         return RobustScores(scores=self.settings.risk.aggregate(costs), costs=costs)
 

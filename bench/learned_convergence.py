@@ -30,14 +30,19 @@ import time
 import numpy as np
 from matplotlib.figure import Figure
 
-from parapush.learning.coarse_learned import LearnedCoarseModel
 from parapush.learning.dataset import default_geometry, training_scene
 from parapush.learning.gating import path_contacts
 from parapush.parareal import PararealOptions, PararealSolver
-from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fine import FineModel
 from parapush.scene import Scene
-from parareal_common import available_cores, format_table, load_projector, make_fine_backend, write_results
+from parareal_common import (
+    available_cores,
+    format_table,
+    load_coarse,
+    load_projector,
+    make_fine_backend,
+    write_results,
+)
 
 DURATION = 1.0  # s
 MAX_SPEED = 0.1  # m/s
@@ -110,8 +115,7 @@ def run_case(scene: Scene, coarse_names: list[str], samples: int, slices: int, a
     case: dict = {"sliders": len(scene.objects), "slices": slices, "samples": samples, "models": {}}
     with make_fine_backend(args.backend, fine_model, args.workers) as backend:
         for name in coarse_names:
-            coarse = (LearnedCoarseModel(scene, fine_settings=fine_model.settings) if name == "learned"
-                      else AnalyticalCoarseModel(scene))
+            coarse = load_coarse(name, scene, fine_settings=fine_model.settings, resolve_overlaps=True)
             solver = PararealSolver(coarse=coarse, fine=backend, projector=projector)
             started = time.perf_counter()
             result = solver.solve(initial, controls, durations,
@@ -138,8 +142,7 @@ def run_case(scene: Scene, coarse_names: list[str], samples: int, slices: int, a
     fine_cost, _ = cost_per_row(fine_model, flat_states, flat_controls, flat_durations, single=False, repeats=1)
     case["cost"] = {"fine_s_per_row": fine_cost}
     for name in coarse_names:
-        coarse = (LearnedCoarseModel(scene, fine_settings=fine_model.settings) if name == "learned"
-                  else AnalyticalCoarseModel(scene))
+        coarse = load_coarse(name, scene, fine_settings=fine_model.settings, resolve_overlaps=True)
         single, single_median = cost_per_row(coarse, flat_states, flat_controls, flat_durations, single=True)
         batched, batched_median = cost_per_row(coarse, flat_states, flat_controls, flat_durations, single=False)
         case["cost"][name] = {"s_per_row_single": single, "s_per_row_batched": batched,

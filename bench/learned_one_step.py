@@ -20,16 +20,28 @@ import argparse
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from parapush.learning.coarse_learned import LearnedCoarseModel, shipped_weights_path
+from parapush.learning.coarse_learned import shipped_weights_path
 from parapush.learning.dataset import DatasetConfig, generate_dataset, load_dataset
 from parapush.learning.evaluation import evaluate_one_step
-from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fine_settings import FineSettings
+from parapush.prediction import ModelConfig
+from parapush.prediction.coarse_models import build_coarse_model
+from parapush.scene import Scene
 from parareal_common import format_table, write_results
+
+
+def coarse_model(name: str, weights: Path, fine_settings: FineSettings, scene: Scene, *,
+                 resolve_overlaps: bool = True) -> Any:
+    """The coarse model ``name`` for ``scene`` from the project's one factory: ``learned`` with
+    ``weights`` checked against ``fine_settings``, ``analytical`` with the ISRR paper's rotation."""
+    config = ModelConfig(coarse_model=name, learned_weights=str(weights), fine=fine_settings,
+                         analytical_rotation="isrr")
+    return build_coarse_model(scene, config, resolve_overlaps=resolve_overlaps, ignore_obstacles=False).model
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     weights = args.weights or shipped_weights_path()
     meta = dataset.metadata
     # the learned model is checked against the fine model that labelled the held-out pushes
-    learned = partial(LearnedCoarseModel, weights_path=weights, fine_settings=FineSettings(**meta["fine_settings"]))
+    fine_settings = FineSettings(**meta["fine_settings"])
+    learned = partial(coarse_model, "learned", weights, fine_settings)
 
     results = []
     for slider_count in range(1, dataset.geometry.max_sliders + 1):
@@ -55,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append(evaluate_one_step(learned, "learned", dataset, slider_count))
         results.append(evaluate_one_step(partial(learned, resolve_overlaps=False), "learned, no projection", dataset,
                                          slider_count))
-        results.append(evaluate_one_step(AnalyticalCoarseModel, "analytical", dataset, slider_count))
+        results.append(evaluate_one_step(partial(coarse_model, "analytical", weights, fine_settings), "analytical",
+                                         dataset, slider_count))
 
     print(f"held-out pushes: {len(dataset)} (seed {meta['seed']}), planned contact "
           f"{meta['planned_contact_fraction']:.2f}, weights {weights}")

@@ -185,10 +185,10 @@ def model_overrides(model: str, scene: Scene, sources: PlannerSources, args: arg
                   "backend": args.backend, "workers": args.workers},
     }
     if learned:
-        from parapush.learning.coarse_learned import LearnedCoarseModel
+        from parapush.prediction.coarse_models import build_coarse_model
 
-        speed_limit = LearnedCoarseModel(scene, sources.model.learned_weights,
-                                         fine_settings=sources.model.fine).max_speed
+        learned_model = build_coarse_model(scene, sources.model, choice="learned", resolve_overlaps=False).model
+        speed_limit = learned_model.max_speed
         if speed_limit < sources.planner.optimizer.max_speed:
             overrides["optimizer"]["max_speed"] = speed_limit
             if sources.planner.mpc.initial_speed > speed_limit:

@@ -82,27 +82,26 @@ def constant_pushes(angles_deg: Sequence[float], speed: float, slices: int) -> n
     return np.repeat(direction[:, None, :], slices, axis=1)
 
 
-def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None, fine_settings: Any = None) -> Any:
-    """The coarse model named ``name`` (``analytical`` or ``learned``); exits with a clear
-    message when it is unavailable. ``fine_settings``: the ``FineSettings`` of the fine model
-    it is paired with (None: defaults), checked by the learned model against its training."""
-    if name == "analytical":
-        from parapush.physics.coarse_analytical import AnalyticalCoarseModel
+def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None, fine_settings: Any = None,
+                resolve_overlaps: bool = False) -> Any:
+    """The coarse model named ``name`` (``analytical``: the ISRR paper's rotation, or ``learned``)
+    from the project's one factory (:func:`parapush.prediction.coarse_models.build_coarse_model`);
+    exits with a clear message when it is unavailable. ``fine_settings``: the ``FineSettings`` of
+    the fine model it is paired with (None: defaults), checked by the learned model against its
+    training. ``resolve_overlaps`` (default off): the solver projects every corrected state, so,
+    as in the prediction engine, the coarse model need not resolve overlaps a second time."""
+    from parapush.physics.fine_settings import FineSettings
+    from parapush.prediction import ModelConfig
+    from parapush.prediction.coarse_models import BUILT_MODELS, build_coarse_model
 
-        # The solver projects every corrected state: as in the prediction engine, the coarse
-        # model does not resolve overlaps a second time.
-        return AnalyticalCoarseModel(scene, resolve_overlaps=False)
-    if name == "learned":
-        try:
-            from parapush.learning.coarse_learned import LearnedCoarseModel
-        except ImportError as error:
-            sys.exit(f"--coarse learned: the learned coarse model is unavailable ({error})")
-        try:
-            return LearnedCoarseModel(scene, weights_path=learned_weights, resolve_overlaps=False,
-                                      fine_settings=fine_settings)
-        except (ValueError, OSError, NotImplementedError) as error:
-            sys.exit(f"--coarse learned: cannot load the learned coarse model ({error})")
-    sys.exit(f"--coarse: expected 'analytical' or 'learned', got {name!r}")
+    if name not in BUILT_MODELS:
+        sys.exit(f"--coarse: expected one of {BUILT_MODELS}, got {name!r}")
+    config = ModelConfig(coarse_model=name, learned_weights=learned_weights, analytical_rotation="isrr",
+                         fine=FineSettings() if fine_settings is None else fine_settings)
+    try:
+        return build_coarse_model(scene, config, resolve_overlaps=resolve_overlaps, ignore_obstacles=False).model
+    except (ValueError, OSError) as error:
+        sys.exit(f"--coarse {name}: cannot load the {name} coarse model ({error})")
 
 
 def load_projector(scene: Scene, enabled: bool) -> Any:

@@ -60,11 +60,11 @@ from parapush.identification import (
 from parapush.identification.grid_identifier import GridIdentificationSettings, GridIdentifier
 from parapush.identification.map_rendering import render_map
 from parapush.identification.recorded_pushes import RecordedPushes
-from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fine import FineModel
 from parapush.physics.fine_settings import FineSettings
 from parapush.physics.planar_geometry import rotate
 from parapush.prediction import load_model_config
+from parapush.prediction.coarse_models import build_coarse_model
 from parapush.scene import Scene, wrap_angle
 from parapush.sim.world import REALITY_PROXY_PHYSICS
 
@@ -136,7 +136,8 @@ def fine_model(scene: Scene, **overrides) -> FineModel:
 
 def analytical_step(scene: Scene) -> Callable:
     """The analytical coarse model as the prediction service builds it (``config/model.yaml``)."""
-    coarse = AnalyticalCoarseModel(scene, rotation=load_model_config(config_dir() / "model.yaml").analytical_rotation)
+    config = dataclasses.replace(load_model_config(config_dir() / "model.yaml"), coarse_model="analytical")
+    coarse = build_coarse_model(scene, config, resolve_overlaps=True).model
     return lambda state, control, duration: coarse.propagate(state, control, np.array([duration]))
 
 

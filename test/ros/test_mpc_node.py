@@ -160,6 +160,8 @@ def test_push_object_reaches_the_goal_with_feedback(ros_context, spinning, files
         sent = [message for message in plant.controls if message.controls]  # one per control; empty: stops
         assert result.controls_executed == len(sent) + result.fallbacks  # a fallback was sent with its control
         assert result.planner == (planner or "realtime")
+        coarse_model = "none" if planner == "isrr2019" else "analytical"  # the node's model.coarse_model
+        assert result.coarse_model == coarse_model and {f.coarse_model for f in feedback} == {coarse_model}
         assert 0.0 <= result.waiting_time <= result.total_time
         assert 0.0 < result.replan_p50 <= result.replan_p95
         if planner == "isrr2019":  # plan, then execute: the pusher stands still for every plan

@@ -136,7 +136,8 @@ def test_the_coarse_model_is_built_once_per_overlap_handling_and_none_without_mu
     realtime = planner_preset("realtime")
     coarse = models.coarse(realtime)
     assert coarse is not None and models.coarse(realtime) is coarse
-    assert type(coarse).__name__ == "AnalyticalCoarseModel"  # model.coarse_model of the config
+    assert type(coarse.model).__name__ == "AnalyticalCoarseModel"  # model.coarse_model of the config
+    assert (coarse.name, coarse.requested, coarse.note) == ("analytical", "analytical", "")
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,6 @@ from parapush.planning.multifidelity import (
     BiasedModel,
     MultiFidelityPlanner,
     MultiFidelitySettings,
-    choose_coarse_model,
     select_elites,
 )
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop
@@ -145,24 +144,6 @@ def test_the_planner_drops_into_the_sequential_mpc_loop() -> None:
     corrector = PropagatorRollout(SlippingPropagator(scene.layout, gain=1.0))
     loop = MpcLoop(scene, make_planner(scene), corrector, CostFunction.from_config(scene, GOAL_ONLY), MpcSettings())
     assert loop.run(glued_world(scene)).success
-
-
-def test_coarse_choice_uses_the_learned_model_for_cylinders_and_the_analytical_one_for_boxes() -> None:
-    from parapush.physics.coarse_analytical import AnalyticalCoarseModel
-
-    cylinders = load_scene("config/scenes/clutter_fig1.yaml")
-    learned = choose_coarse_model(cylinders, "auto")
-    assert type(learned).__name__ == "LearnedCoarseModel"
-    assert isinstance(choose_coarse_model(cylinders, "analytical"), AnalyticalCoarseModel)
-    boxes = dataclasses.replace(
-        cylinders,
-        objects=tuple(
-            dataclasses.replace(spec, shape="box", half_extents=(0.04, 0.05)) for spec in cylinders.objects
-        ),
-    )
-    assert isinstance(choose_coarse_model(boxes, "auto"), AnalyticalCoarseModel)
-    with pytest.raises(ValueError, match="choice"):
-        choose_coarse_model(cylinders, "neural")
 
 
 # -- presets -----------------------------------------------------------------------------------------

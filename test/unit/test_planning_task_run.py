@@ -54,6 +54,9 @@ def test_both_loops_report_steps_and_times_alike(preset_name) -> None:
             assert step.predicted_trajectory.shape == (horizon + 1, scene.layout.dimension)
             np.testing.assert_array_equal(step.control, step.planned_controls[0])
     assert report.final_distance <= scene.goal.radius
+    coarse_model = "none" if PRESETS[preset_name].coarse is None else "given:GluedPropagator"
+    assert report.coarse_model == coarse_model and {step.coarse_model for step in steps} == {coarse_model}
+    assert report.interface_values()["coarse_model"] == steps[0].interface_values()["coarse_model"] == coarse_model
     if preset_name == "isrr2019":  # plan, then execute: the pusher stands still for every plan
         assert report.waiting_time >= report.planning_time
         assert report.fallbacks == 0 and report.replans_from_observation == 0

@@ -180,7 +180,8 @@ class MpcNode(Node):
         if service is not None:
             threading.Thread(target=self._connect_prediction_service, args=(service,),
                              name="prediction service connection", daemon=True).start()
-        coarse = type(self.models.coarse(self.sources.preset)).__name__
+        coarse = self.models.coarse(self.sources.preset)
+        coarse = "none (single fidelity)" if coarse is None else coarse.describe()
         self.get_logger().info(
             f"ready: scene '{self.scene.name}', planner {values['planner']}, model {self.model_config.name} "
             f"(K={self.model_config.iterations}) via {values['prediction_source']}, coarse search with {coarse}"
@@ -299,6 +300,9 @@ class MpcNode(Node):
             return self._abort(goal_handle, result, PushObject.Result.OUTCOME_ERROR, f"invalid goal: {error}", started)
         scene = goal.scene
         self._events.clear()
+        note = built.coarse_model_note
+        self.get_logger().info(f"goal: planner {built.preset.name}, coarse model {built.coarse_model_name}"
+                               + (f" ({note})" if note else ""))
 
         def cancel_requested() -> bool:
             return goal_handle.is_cancel_requested or self._closing.is_set()

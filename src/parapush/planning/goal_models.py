@@ -32,6 +32,7 @@ from parapush.planning.presets import PlannerPreset
 from parapush.planning.push_goal import PushGoal
 from parapush.planning.stack_planner import PlannerSources, coarse_model_for
 from parapush.prediction import ModelConfig
+from parapush.prediction.coarse_models import CoarseModelChoice
 from parapush.prediction.failover import SERVICE_LOSS_POLICIES, FailoverPrediction
 from parapush.scene import Scene
 from parapush.validation import check_choice, check_fields, check_non_negative, check_positive
@@ -146,8 +147,8 @@ class GoalModels:
                                   make_backup=local_engine, wait_for_primary=service_back,
                                   wait_limit=self.settings.service_wait_limit, on_event=self.on_event)
 
-    def coarse(self, preset: PlannerPreset) -> Any:
-        """The multi-fidelity planner's coarse propagator (None for a single-fidelity preset):
+    def coarse(self, preset: PlannerPreset) -> CoarseModelChoice | None:
+        """The multi-fidelity planner's coarse model (None for a single-fidelity preset):
         :func:`coarse_model_for` (``model.coarse_model`` with its weights and fine settings;
         ``auto``: the learned model wherever its trained geometry fits, obstacle scenes included,
         where the planner ignores obstacles for prediction: the analytical model failed them all

@@ -63,7 +63,7 @@ from parapush.planning.optimizer import (
 )
 from parapush.planning.predictive_model import PredictiveModel, check_trajectories, is_finite_trajectory
 from parapush.prediction.config import COARSE_MODELS
-from parapush.scene import Scene, StateLayout
+from parapush.scene import StateLayout
 from parapush.scene.state import wrap_angle
 from parapush.settings import check_settings, setting
 
@@ -73,7 +73,6 @@ __all__ = [
     "MultiFidelityPlanner",
     "MultiFidelityReport",
     "MultiFidelitySettings",
-    "choose_coarse_model",
     "coarse_continuation",
     "finite_costs",
     "select_elites",
@@ -220,47 +219,6 @@ def _wrap_yaw_jumps(jumps: np.ndarray) -> np.ndarray:
     yaws = StateLayout.from_dimension(jumps.shape[-1]).yaw_indices
     jumps[..., yaws] = wrap_angle(jumps[..., yaws])
     return jumps
-
-
-def choose_coarse_model(
-    scene: Scene,
-    choice: str = "auto",
-    *,
-    learned_with_obstacles: bool = True,
-    resolve_overlaps: bool = True,
-    weights_path: Any = None,
-    fine_settings: Any = None,
-    analytical_rotation: str | None = None,
-) -> Any:
-    """The coarse propagator for ``scene``: learned or analytical (see :data:`COARSE_CHOICES`);
-    ``resolve_overlaps`` is passed to it (the feasibility projection of its predictions);
-    ``weights_path`` and ``fine_settings`` to the learned model (None: the shipped weights,
-    the default fine settings; a ``model:`` config's ``learned_weights`` and ``fine``);
-    ``analytical_rotation`` to the analytical one (None: ``ModelConfig``'s default).
-
-    Raises:
-        ValueError naming ``choice``; the learned model's ``ModelMismatchError`` when
-        ``choice == "learned"`` and it does not support the scene.
-    """
-    if choice not in COARSE_CHOICES:
-        raise ValueError(f"choice: expected one of {COARSE_CHOICES}, got {choice!r}")
-    from parapush.physics.coarse_analytical import AnalyticalCoarseModel
-    from parapush.prediction.config import ModelConfig
-
-    rotation = ModelConfig().analytical_rotation if analytical_rotation is None else analytical_rotation
-    if choice == "analytical":
-        return AnalyticalCoarseModel(scene, resolve_overlaps=resolve_overlaps, rotation=rotation)
-    try:
-        from parapush.learning.coarse_learned import LearnedCoarseModel
-
-        return LearnedCoarseModel(
-            scene, weights_path, ignore_obstacles=learned_with_obstacles or choice == "learned",
-            resolve_overlaps=resolve_overlaps, fine_settings=fine_settings,
-        )
-    except (ImportError, ValueError, OSError):
-        if choice == "learned":
-            raise
-        return AnalyticalCoarseModel(scene, resolve_overlaps=resolve_overlaps, rotation=rotation)
 
 
 class MultiFidelityPlanner:

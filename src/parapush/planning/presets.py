@@ -148,7 +148,8 @@ class BuiltPlanner:
         owns_model: whether :meth:`close` closes ``model`` (it was built here).
         model_config: the loop model's :class:`~parapush.prediction.ModelConfig` (the
             corrector's: ``PlannerPreset.corrector_config`` of the model file's).
-        coarse: the multi-fidelity planner's coarse propagator (None: single fidelity).
+        coarse_choice: the multi-fidelity planner's coarse model and why it is that one
+            (:class:`~parapush.prediction.coarse_models.CoarseModelChoice`; None: single fidelity).
         costs: the cost terms ``{term: {parameter: value}}`` the loop's cost was built from.
         overrides: what the builder was asked to change in the files (stated by benches).
         robust: the task's :class:`~parapush.planning.robust_planning.RobustPlanning` (the
@@ -161,7 +162,7 @@ class BuiltPlanner:
     model: Any
     owns_model: bool = True
     model_config: Any = None
-    coarse: Any = None
+    coarse_choice: Any = None
     costs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     overrides: Mapping[str, Any] = field(default_factory=dict)
     robust: Any = None
@@ -185,6 +186,23 @@ class BuiltPlanner:
             "coarse": coarse_settings(self.coarse),
             "robust": None if self.robust is None else _plain(self.robust.settings),
         }
+
+    @property
+    def coarse(self) -> Any:
+        """The multi-fidelity planner's coarse propagator (None: single fidelity)."""
+        return None if self.coarse_choice is None else self.coarse_choice.model
+
+    @property
+    def coarse_model_name(self) -> str:
+        """Which coarse model the planner searches with: ``"learned"``, ``"analytical"`` (or
+        ``"given:<type>"``), ``"none"`` for a single-fidelity planner (every sample fine)."""
+        return "none" if self.coarse_choice is None else self.coarse_choice.name
+
+    @property
+    def coarse_model_note(self) -> str:
+        """Why the coarse model is not the learned one ``auto`` prefers (the learned model's
+        refusal of the scene), ``""`` otherwise."""
+        return "" if self.coarse_choice is None else self.coarse_choice.note
 
     @property
     def pipelined(self) -> bool:

@@ -41,13 +41,14 @@ import yaml
 
 from parapush.planning.costs import CostFunction
 from parapush.planning.mpc import MpcLoop
-from parapush.planning.multifidelity import MultiFidelityPlanner, choose_coarse_model
+from parapush.planning.multifidelity import MultiFidelityPlanner
 from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryOptimizer
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop
 from parapush.planning.planner_config import PlannerConfig, load_planner_config
 from parapush.planning.predictive_model import PropagatorRollout
 from parapush.planning.presets import DEFAULT_PRESET, BuiltPlanner, PlannerPreset, planner_preset
 from parapush.planning.robust_scoring import RobustSettings
+from parapush.prediction.coarse_models import CoarseModelChoice, build_coarse_model
 from parapush.scene import Scene
 from parapush.settings import SettingsError, settings_from_mapping, settings_to_mapping
 from parapush.validation import check_instance
@@ -178,16 +179,21 @@ def _robust_with(settings: RobustSettings, changes: Mapping[str, Any]) -> Robust
         raise ValueError(f"overrides: {error}") from None
 
 
-def coarse_model_for(scene: Scene, preset: PlannerPreset, model: Any) -> Any:
+def coarse_model_for(scene: Scene, preset: PlannerPreset, model: Any) -> CoarseModelChoice | None:
     """The multi-fidelity planner's coarse propagator for ``scene`` (None for a single-fidelity
-    preset): ``model.coarse_model`` of the model config (``auto``: the learned model wherever its
-    trained geometry fits, obstacles ignored for prediction), with the config's learned weights,
-    fine settings and analytical rotation, projecting overlaps as the preset says."""
+    preset), from the one factory (:func:`parapush.prediction.coarse_models.build_coarse_model`):
+    ``model.coarse_model`` of the model config (``auto``: the learned model wherever it serves the
+    scene, obstacles ignored for prediction; else the analytical one, the choice saying why), with
+    the config's learned weights, fine settings and analytical rotation, projecting overlaps as the
+    preset says.
+
+    Raises:
+        CoarseModelUnavailableError (a ValueError naming ``coarse_model``) when the config names
+        the learned model and it cannot serve the scene.
+    """
     if preset.coarse is None:
         return None
-    return choose_coarse_model(scene, model.coarse_model, resolve_overlaps=preset.coarse_resolves_overlaps,
-                               weights_path=model.learned_weights, fine_settings=model.fine,
-                               analytical_rotation=model.analytical_rotation)
+    return build_coarse_model(scene, model, resolve_overlaps=preset.coarse_resolves_overlaps)
 
 
 def planner_settings(sources: PlannerSources, seed: int | None = None) -> OptimizerSettings:
@@ -233,7 +239,9 @@ def build_planner(
         model: the loop's predictive model (the corrector), e.g. the MPC node's predictor built
             from the same model config; None: an :class:`~parapush.planning.engine_prediction.EnginePrediction`
             of ``preset.corrector_config(sources.model)``, owned (closed) by the returned planner.
-        coarse: the coarse propagator (e.g. the node's, cached); None: :func:`coarse_model_for`.
+        coarse: the coarse model (e.g. the node's, cached): a
+            :class:`~parapush.prediction.coarse_models.CoarseModelChoice`, or a propagator of the
+            caller's own (:meth:`CoarseModelChoice.given`); None: :func:`coarse_model_for`.
     Returns:
         a :class:`~parapush.planning.presets.BuiltPlanner`; close it (or use ``with``) to release
         what it owns.
@@ -247,14 +255,14 @@ def build_planner(
 
         model = EnginePrediction.build(scene, model_config)
     planner: Any = StochasticTrajectoryOptimizer(settings)
+    choice: CoarseModelChoice | None = None
     if preset.coarse is not None:
-        coarse = coarse_model_for(scene, preset, sources.model) if coarse is None else coarse
-        speed_limit = getattr(coarse, "max_speed", None)
+        choice = (coarse_model_for(scene, preset, sources.model) if coarse is None
+                  else coarse if isinstance(coarse, CoarseModelChoice) else CoarseModelChoice.given(coarse))
+        speed_limit = getattr(choice.model, "max_speed", None)
         if speed_limit is not None and speed_limit < settings.max_speed:
             planner = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=speed_limit))
-        planner = MultiFidelityPlanner(planner, PropagatorRollout(coarse), preset.multifidelity)
-    else:
-        coarse = None
+        planner = MultiFidelityPlanner(planner, PropagatorRollout(choice.model), preset.multifidelity)
     robust = None
     if sources.planner.robust.samples > 1:
         if not isinstance(planner, MultiFidelityPlanner):
@@ -271,5 +279,5 @@ def build_planner(
     else:
         loop = MpcLoop(scene, planner, model, cost, sources.planner.mpc)
     return BuiltPlanner(preset=preset, loop=loop, planner=planner, model=model, owns_model=owned,
-                        model_config=model_config, coarse=coarse, costs=costs, overrides=dict(sources.overrides),
+                        model_config=model_config, coarse_choice=choice, costs=costs, overrides=dict(sources.overrides),
                         robust=robust)

@@ -61,6 +61,8 @@ class TaskStep:
         parameter_estimate: (5,) the target's parameter estimate when it started (robust
             planning, order of ``PARAMETER_NAMES``: kg, -, -, m, m); (0,) for a nominal planner.
         parameter_spread: (5,) its standard deviation per parameter; (0,) for a nominal planner.
+        coarse_model: the coarse model the plan was searched with (``BuiltPlanner.coarse_model_name``:
+            ``learned``, ``analytical``; ``none`` for a single-fidelity planner).
     """
 
     step: int
@@ -78,6 +80,7 @@ class TaskStep:
     budget_cut: bool = False
     parameter_estimate: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
     parameter_spread: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+    coarse_model: str = "none"
 
     def interface_values(self) -> dict[str, Any]:
         """The ``PushObject`` action feedback's plain fields (their names) of this step."""
@@ -86,6 +89,7 @@ class TaskStep:
             "planning_time": float(self.replan_time), "waiting_time": float(self.waiting_time),
             "task_time": float(self.task_time), "fallback": bool(self.fallback), "budget_cut": bool(self.budget_cut),
             "parameter_estimate": self.parameter_estimate.tolist(), "parameter_spread": self.parameter_spread.tolist(),
+            "coarse_model": self.coarse_model,
         }
 
 
@@ -105,6 +109,7 @@ class TaskReport:
         budget_cuts: searches (optimize calls) the time budget cut.
         parameter_estimate, parameter_spread: (5,) the target's belief at the end (robust
             planning); (0,) for a nominal planner.
+        coarse_model: the coarse model the plans were searched with (as :class:`TaskStep`'s).
     """
 
     preset: str
@@ -124,6 +129,7 @@ class TaskReport:
     budget_cuts: int = 0
     parameter_estimate: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
     parameter_spread: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+    coarse_model: str = "none"
 
     @property
     def success(self) -> bool:
@@ -140,6 +146,7 @@ class TaskReport:
             "fallbacks": int(self.fallbacks), "replans_from_observation": int(self.replans_from_observation),
             "budget_cuts": int(self.budget_cuts), "planner": self.preset, "final_distance": float(self.final_distance),
             "parameter_estimate": self.parameter_estimate.tolist(), "parameter_spread": self.parameter_spread.tolist(),
+            "coarse_model": self.coarse_model,
         }
 
     @property
@@ -214,15 +221,20 @@ def _distance_to_goal(scene: Scene, state: np.ndarray) -> float:
     return float(np.hypot(*(target - np.asarray(scene.goal.center, dtype=float))))
 
 
-def _with_belief(callback: Callable[[TaskStep], None] | None, robust: Any) -> Callable[[TaskStep], None] | None:
-    """``callback`` receiving each step with the target's current estimate and spread."""
+def _annotated(callback: Callable[[TaskStep], None] | None, coarse_model: str,
+               robust: Any) -> Callable[[TaskStep], None] | None:
+    """``callback`` receiving each step with the coarse model's name and (robust planning) the
+    target's current estimate and spread."""
     if callback is None:
         return None
 
-    def with_belief(step: TaskStep) -> None:
-        callback(dataclasses.replace(step, parameter_estimate=robust.estimate(), parameter_spread=robust.spread()))
+    def annotated(step: TaskStep) -> None:
+        step = dataclasses.replace(step, coarse_model=coarse_model)
+        if robust is not None:
+            step = dataclasses.replace(step, parameter_estimate=robust.estimate(), parameter_spread=robust.spread())
+        callback(step)
 
-    return with_belief
+    return annotated
 
 
 def run_task(
@@ -249,7 +261,8 @@ def run_task(
     robust = getattr(built, "robust", None)
     if robust is not None:  # the belief narrows from the controls the world records, before each plan
         world = robust.attach(loop, world)
-        callback = _with_belief(callback, robust)
+    coarse_model = built.coarse_model_name
+    callback = _annotated(callback, coarse_model, robust)
     observed = _ObservedWorld(world, scene.layout.dimension, should_cancel, getattr(loop, "cancel", None))
     recorder = PlanRecorder(loop.optimizer)
     loop.optimizer = recorder
@@ -262,7 +275,7 @@ def run_task(
         else:
             report = _run_sequential(built.preset.name, loop, observed, recorder, duration, started, max_controls,
                                      callback, should_cancel)
-        report = dataclasses.replace(report, budget_cuts=recorder.budget_cuts)
+        report = dataclasses.replace(report, budget_cuts=recorder.budget_cuts, coarse_model=coarse_model)
         if robust is not None:
             report = dataclasses.replace(report, parameter_estimate=robust.estimate(),
                                          parameter_spread=robust.spread())

@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,11 +25,11 @@ from parapush.identification import ObjectModelVariants, ObjectParameters, scene
 from parapush.parareal import PararealOptions, PararealResult, PararealSolver, PhysicsDivergenceError
 from parapush.physics.backends import FineBackend, make_backend
 from parapush.physics.backends.processes import WorkerError
-from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.physics.fidelity import ManagedFineBackend, resolve_fidelity
 from parapush.physics.fine import FineModel
 from parapush.physics.projection import FeasibilityProjector
 from parapush.physics.propagator import Propagator
+from parapush.prediction.coarse_models import build_coarse_models, resolve_coarse_name, unavailable_message
 from parapush.prediction.config import ModelConfig
 from parapush.prediction.fair_scheduler import FairFineScheduler
 from parapush.prediction.model_access import ModelAccessLock
@@ -116,42 +115,6 @@ class EngineStatistics:
     fidelity_reruns: int = 0
 
 
-def _coarse_models(scene: Scene, config: ModelConfig) -> tuple[dict[str, Propagator], dict[str, str]]:
-    """The coarse models ``config`` allows for ``scene`` by name, and why each missing one is
-    unavailable (the learned model: not importable, or refusing the scene)."""
-    # With the projection on, the solvers project every corrected state (ISRR Eq 9), so the
-    # coarse model need not resolve overlaps itself (that would double its cost).
-    resolve = not config.project
-    models: dict[str, Propagator] = {
-        "analytical": AnalyticalCoarseModel(scene, resolve_overlaps=resolve, rotation=config.analytical_rotation)
-    }
-    unavailable: dict[str, str] = {}
-    try:
-        from parapush.learning.coarse_learned import LearnedCoarseModel
-    except ImportError as error:
-        unavailable["learned"] = f"the learned model cannot be imported ({error})"
-        return models, unavailable
-    try:
-        models["learned"] = LearnedCoarseModel(
-            scene, weights_path=config.learned_weights, resolve_overlaps=resolve, fine_settings=config.fine,
-        )
-    except (ValueError, OSError) as error:
-        unavailable["learned"] = str(error)
-    return models, unavailable
-
-
-def _coarse_name(name: str, available: Mapping[str, object]) -> str | None:
-    """The coarse model ``name`` stands for among ``available`` (``auto`` resolved), None if unavailable."""
-    if name == "auto":
-        return "learned" if "learned" in available else "analytical"
-    return name if name in available else None
-
-
-def _unavailable_coarse(name: str, unavailable: Mapping[str, str]) -> str:
-    """Why coarse model ``name`` cannot be used (the message names ``coarse_model``)."""
-    return f"coarse_model: {name!r} is unavailable here: {unavailable.get(name, 'unknown')}"
-
-
 class _CoarseModelUnavailableError(Exception):
     """The configured coarse model cannot predict the scene (the message names ``coarse_model``);
     the engine turns it into ValueError at start and PredictionError on a rebuild."""
@@ -184,10 +147,12 @@ class _SceneModels:
         """
         fine_model = PredictionEngine.build_fine_model(scene, config)
         projector = FeasibilityProjector(scene)
-        coarse, unavailable = _coarse_models(scene, config)
-        default_coarse = _coarse_name(config.coarse_model, coarse)
+        # With the projection on, the solvers project every corrected state (ISRR Eq 9), so the
+        # coarse models need not resolve overlaps themselves (that would double their cost).
+        coarse, unavailable = build_coarse_models(scene, config, resolve_overlaps=not config.project)
+        default_coarse = resolve_coarse_name(config.coarse_model, coarse)
         if default_coarse is None:
-            raise _CoarseModelUnavailableError(_unavailable_coarse(config.coarse_model, unavailable))
+            raise _CoarseModelUnavailableError(unavailable_message(config.coarse_model, unavailable))
         backend = make_backend(config.backend, fine_model, workers=config.workers, ray_address=config.ray_address)
         # what the solvers run: the backend, managed when configured (the simulated world builds
         # its own full-fidelity FineModel; only predictions are managed) ...
@@ -370,9 +335,9 @@ class PredictionEngine:
         with self._lock.shared():
             coarse = self.default_coarse
             if request.coarse_model is not None:
-                coarse = _coarse_name(request.coarse_model, self._coarse)
+                coarse = resolve_coarse_name(request.coarse_model, self._coarse)
                 if coarse is None:
-                    raise RequestError(_unavailable_coarse(request.coarse_model, self.unavailable_coarse))
+                    raise RequestError(unavailable_message(request.coarse_model, self.unavailable_coarse))
             initial = request.initial_state
             projected = self.projector.project(initial[None])[0]
             moved = float(np.max(np.abs(projected - initial)))

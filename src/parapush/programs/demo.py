@@ -324,7 +324,8 @@ def _report_result(result, metrics: dict) -> None:
     outcome = OUTCOME_NAMES.get(result.outcome, str(result.outcome))
     task = result.total_time
     print(f"[demo] outcome: {outcome}{'' if result.success else ' - ' + result.failure_reason}; "
-          f"planner {result.planner}, {result.controls_executed} controls ({result.fallbacks} fallbacks), "
+          f"planner {result.planner} (coarse model {result.coarse_model}), {result.controls_executed} controls "
+          f"({result.fallbacks} fallbacks), "
           f"final distance {result.final_distance * 100:.1f} cm\n"
           f"[demo] task {task:.1f} s: the pusher waited for plans {result.waiting_time:.1f} s "
           f"({_share(result.waiting_time, task)}), moved {result.execution_time:.1f} s; planning "
@@ -332,7 +333,7 @@ def _report_result(result, metrics: dict) -> None:
           f"pipelined); re-plan p50 {result.replan_p50:.2f} s, p95 {result.replan_p95:.2f} s", flush=True)
     metrics.update(
         outcome=outcome, success=bool(result.success), failure_reason=result.failure_reason,
-        planner=result.planner, controls_executed=int(result.controls_executed),
+        planner=result.planner, coarse_model=result.coarse_model, controls_executed=int(result.controls_executed),
         fallbacks=int(result.fallbacks), replans_from_observation=int(result.replans_from_observation),
         optimizer_iterations=int(result.optimizer_iterations),
         task_time_s=task, planning_time_s=result.planning_time, waiting_time_s=result.waiting_time,

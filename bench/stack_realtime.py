@@ -122,6 +122,8 @@ class GoalRecord:
         load_before: the 1-minute load average when the goal was sent.
         events: the feedback's non-empty ``event`` sentences.
         executor_stop_cleared: the reason of the executor's latched stop cleared before this goal, else "".
+        coarse_model: the coarse model the goal's plans were searched with (the result's
+            ``coarse_model``; "" without a result).
     """
 
     scene: str
@@ -145,6 +147,7 @@ class GoalRecord:
     load_before: float = 0.0
     events: tuple[str, ...] = ()
     executor_stop_cleared: str = ""
+    coarse_model: str = ""
 
     def __post_init__(self) -> None:
         if not self.scene:
@@ -197,8 +200,11 @@ def summary_row(scene: str, records: Sequence[GoalRecord]) -> dict[str, Any]:
            for name in nodes}
     cpu["total"] = sum(cpu.values()) if task > 0 else math.nan
     outcomes: dict[str, int] = {}
+    coarse_models: dict[str, int] = {}
     for record in records:
         outcomes[record.outcome] = outcomes.get(record.outcome, 0) + 1
+        if record.coarse_model:
+            coarse_models[record.coarse_model] = coarse_models.get(record.coarse_model, 0) + 1
     succeeded = [record.task_time_s for record in records if record.success]
     return {
         "scene": scene,
@@ -215,6 +221,7 @@ def summary_row(scene: str, records: Sequence[GoalRecord]) -> dict[str, Any]:
         "task_time_success_mean_s": float(np.mean(succeeded)) if succeeded else math.nan,
         "waiting_time_mean_s": sum(record.waiting_time_s for record in records) / runs,
         "outcomes": outcomes,
+        "coarse_models": coarse_models,
         "stale_or_lost_failures": sum(
             1 for record in records
             if not record.success and any(text in record.failure_reason.lower() for text in STALE_OR_LOST)),
@@ -661,7 +668,7 @@ class StackSession:
             execution_time_s=result.execution_time, replan_times_s=tuple(replans), fallbacks=int(result.fallbacks),
             replan_p50_s=result.replan_p50, replan_p95_s=result.replan_p95,
             final_distance_m=result.final_distance, cpu_s=cpu, wall_s=wall, reset_s=reset_s, load_before=load,
-            events=tuple(events), executor_stop_cleared=cleared,
+            events=tuple(events), executor_stop_cleared=cleared, coarse_model=result.coarse_model,
         )
 
     def close(self) -> dict[str, int]:

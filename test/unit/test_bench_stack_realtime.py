@@ -36,13 +36,14 @@ def bench():
 
 
 def record(bench, scene="a", index=0, *, success=True, task=10.0, waiting=1.0, replans=(0.1, 0.2), fallbacks=0,
-           cpu=None, reason=""):
+           cpu=None, reason="", coarse_model="learned"):
     return bench.GoalRecord(
         scene=scene, index=index, outcome="SUCCESS" if success else "MAX_CONTROLS", success=success,
         failure_reason=reason, controls=len(replans), task_time_s=task, waiting_time_s=waiting,
         planning_time_s=sum(replans), execution_time_s=task - waiting, replan_times_s=replans, fallbacks=fallbacks,
         replan_p50_s=float(np.median(replans)), replan_p95_s=float(np.percentile(replans, 95)),
         final_distance_m=0.01, cpu_s=cpu if cpu is not None else {"mpc": 5.0, "sim_driver": 2.0}, wall_s=task + 0.1,
+        coarse_model=coarse_model,
     )
 
 
@@ -85,7 +86,8 @@ def test_summary_pools_each_scene_and_all_runs(bench):
                cpu={"mpc": 6.0, "sim_driver": 2.0}),
         record(bench, "a", 1, success=False, task=20.0, waiting=3.0, replans=(0.4, 2.0), fallbacks=2,
                cpu={"mpc": 12.0, "sim_driver": 4.0}, reason="pusher.valid: the pusher is not tracked (stale)"),
-        record(bench, "b", 0, task=10.0, waiting=0.0, replans=(0.5,), cpu={"mpc": 2.0, "prediction_service": 3.0}),
+        record(bench, "b", 0, task=10.0, waiting=0.0, replans=(0.5,), cpu={"mpc": 2.0, "prediction_service": 3.0},
+               coarse_model="analytical"),
     ]
     rows = bench.summarize(records)
     assert [row["scene"] for row in rows] == ["a", "b", "all"]
@@ -99,6 +101,7 @@ def test_summary_pools_each_scene_and_all_runs(bench):
     assert a["cpu_s_per_task_s"] == pytest.approx({"mpc": 18.0 / 30.0, "sim_driver": 6.0 / 30.0, "total": 24.0 / 30.0})
     assert a["stale_or_lost_failures"] == 1
     assert a["outcomes"] == {"SUCCESS": 1, "MAX_CONTROLS": 1}
+    assert (a["coarse_models"], pooled["coarse_models"]) == ({"learned": 2}, {"learned": 2, "analytical": 1})
     assert b["cpu_s_per_task_s"] == pytest.approx({"mpc": 0.2, "prediction_service": 0.3, "total": 0.5})
     assert (pooled["runs"], pooled["successes"]) == (3, 2)
     assert pooled["replan_p50_s"] == pytest.approx(np.percentile([0.1, 0.2, 0.3, 0.4, 2.0, 0.5], 50))

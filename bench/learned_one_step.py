@@ -12,6 +12,18 @@ predictions is reported too. This is the table of the model card.
     python bench/learned_one_step.py --data heldout.npz [--weights model.npz]
 
 Writes bench/results/learned_one_step.{json,png}.
+
+``--general`` evaluates the general learned model (any shape, size, mass, friction, 1-16
+objects, obstacles; :class:`~parapush.learning.coarse_general.GeneralLearnedCoarseModel`)
+per scene family (:mod:`parapush.learning.general_evaluation`) on held-out general pushes
+(``--general-data``, from ``python -m parapush.learning.general_dataset`` with a seed other
+than the training seeds) against the analytical model, and, on the papers' scenes that the
+first learned model accepts (``--data``: 1-4 cylinders of 51.2 mm, 0.5 kg), against it too:
+
+    python bench/learned_one_step.py --general --general-data heldout_general.npz --data heldout.npz
+
+Writes bench/results/learned_one_step_general.{json,png} (``summary``: rows of family,
+model, bodies moved, median / p95 position error mm, mean yaw error deg).
 """
 
 from __future__ import annotations
@@ -44,13 +56,123 @@ def coarse_model(name: str, weights: Path, fine_settings: FineSettings, scene: S
     return build_coarse_model(scene, config, resolve_overlaps=resolve_overlaps, ignore_obstacles=False).model
 
 
+def _general_problems(dataset):
+    """Held-out general pushes grouped by scene: (scene, states, controls, durations, next states)."""
+    scene_rows = {}
+    for row, scene_index in enumerate(dataset.arrays["scene_index"]):
+        scene_rows.setdefault(int(scene_index), []).append(row)
+    for rows in scene_rows.values():
+        parts = [dataset.scene_problem(row) for row in rows]
+        yield (parts[0][0], np.stack([part[1] for part in parts]), np.stack([part[2] for part in parts]),
+               np.array([part[3] for part in parts]), np.stack([part[4] for part in parts]))
+
+
+def _papers_problems(dataset):
+    """The first model's held-out pushes by slider count, as (scene, states, controls, durations, next)."""
+    from parapush.learning.dataset import training_scene
+
+    for slider_count in range(1, dataset.geometry.max_sliders + 1):
+        if dataset.scene_rows(slider_count).size:
+            states, controls, durations, following = dataset.scene_problem(slider_count)
+            yield training_scene(dataset.geometry, slider_count), states, controls, durations, following
+
+
+def general_coarse_model(weights: Path | None, fine_settings: FineSettings, scene: Scene) -> Any:
+    """The general learned model for ``scene`` from the project's one factory (its choice ``general``)."""
+    from parapush.prediction.config import COARSE_MODELS
+
+    if "general" not in COARSE_MODELS:
+        raise SystemExit("--general: the coarse-model factory (parapush.prediction.coarse_models) offers no "
+                         f"'general' choice yet (it offers {COARSE_MODELS}); the general learned model is built "
+                         "only there")
+    config = ModelConfig(coarse_model="general", fine=fine_settings, analytical_rotation="isrr",
+                         **({} if weights is None else {"general_weights": str(weights)}))
+    return build_coarse_model(scene, config, resolve_overlaps=True, ignore_obstacles=False).model
+
+
+def general_main(args: argparse.Namespace, general=None) -> int:
+    """The per-family table. ``general``: a factory scene -> general model (default: the
+    project's coarse-model factory's ``general`` choice, with ``--general-weights``)."""
+    from parapush.learning.coarse_general import shipped_general_weights_path
+    from parapush.learning.general_dataset import load_general_dataset
+    from parapush.learning.general_evaluation import FAMILIES, family_row, object_errors
+
+    general_weights = args.general_weights or shipped_general_weights_path()
+    dataset = load_general_dataset(args.general_data)
+    fine_settings = FineSettings(**dataset.metadata["fine_settings"])
+    general = general or partial(general_coarse_model, args.general_weights, fine_settings)
+    analytical = partial(coarse_model, "analytical", shipped_weights_path(), fine_settings)
+    models = {"general learned": general, "analytical": analytical}
+    errors = {name: object_errors(factory, _general_problems(dataset)) for name, factory in models.items()}
+    summary = []
+    for family, chooser in FAMILIES.items():
+        for name, result in errors.items():
+            summary.append(family_row(family, name, result, chooser(result)))
+    papers = {}
+    if args.data is not None:
+        old = load_dataset(args.data)
+        old_settings = FineSettings(**old.metadata["fine_settings"])
+        old_models = {
+            "general learned": general,
+            "first learned (4 cylinders)": partial(coarse_model, "learned", args.weights or shipped_weights_path(),
+                                                   old_settings),
+            "analytical": partial(coarse_model, "analytical", shipped_weights_path(), old_settings),
+        }
+        papers = {name: object_errors(factory, _papers_problems(old)) for name, factory in old_models.items()}
+        for name, result in papers.items():
+            summary.append(family_row("papers' cylinders (51.2 mm, 0.5 kg, 1-4)", name, result,
+                                      np.ones(result.moved.shape, dtype=bool)))
+    headers = ["family", "model", "moved", "median mm", "p95 mm", "mean mm", "yaw deg", "all rms mm"]
+    print(f"held-out general pushes: {len(dataset)} (seed {dataset.metadata['seed']}), weights {general_weights}")
+    print(format_table(headers, [[row["family"], row["model"], row["bodies_moved"], row["median_position_mm"],
+                                  row["p95_position_mm"], row["mean_position_mm"], row["mean_yaw_deg"],
+                                  row["all_bodies_rms_mm"]] for row in summary]))
+    figure = Figure(figsize=(12, 4.5), layout="constrained")
+    axis = figure.subplots()
+    families = list(dict.fromkeys(row["family"] for row in summary))
+    model_names = list(dict.fromkeys(row["model"] for row in summary))
+    width = 0.8 / len(model_names)
+    for offset, name in enumerate(model_names):
+        values = [next((row["median_position_mm"] for row in summary if row["family"] == family
+                        and row["model"] == name), np.nan) for family in families]
+        axis.bar(np.arange(len(families)) + (offset - 0.5 * (len(model_names) - 1)) * width, values, width=width,
+                 label=name)
+    axis.set_xticks(np.arange(len(families)), families, rotation=30, ha="right")
+    axis.set_yscale("log")
+    axis.set_ylabel("median position error of moved bodies, mm")
+    axis.axhline(1.5, color="k", linestyle=":", label="issue target 1.5 mm")
+    axis.legend()
+    figure.suptitle(f"One-step errors against MuJoCo on {len(dataset)} held-out general pushes")
+    json_path, png_path = write_results(
+        "learned_one_step_general",
+        {"general_weights": str(general_weights), "first_weights": str(args.weights or shipped_weights_path()),
+         "general_dataset": {key: dataset.metadata.get(key) for key in
+                             ("seed", "samples", "scenes", "object_count_bands", "with_obstacles",
+                              "planned_contact_fraction", "fine_contact_fraction", "continuation_fraction")},
+         "papers_dataset": None if args.data is None else str(args.data),
+         "prediction_seconds": {name: result.seconds for name, result in errors.items()},
+         "summary": summary},
+        figure,
+    )
+    print(f"wrote {json_path} and {png_path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=None, help="held-out dataset (.npz)")
     parser.add_argument("--samples", type=int, default=2000, help="pushes to generate when --data is not given")
     parser.add_argument("--seed", type=int, default=20261122, help="seed when generating")
     parser.add_argument("--weights", type=Path, default=None, help="learned weights (default: shipped)")
+    parser.add_argument("--general", action="store_true", help="evaluate the general learned model per family")
+    parser.add_argument("--general-data", type=Path, default=None, help="held-out general dataset (.npz)")
+    parser.add_argument("--general-weights", type=Path, default=None,
+                        help="general learned weights (default: shipped)")
     args = parser.parse_args(argv)
+    if args.general:
+        if args.general_data is None:
+            parser.error("--general needs --general-data")
+        return general_main(args)
     if args.data is not None:
         dataset = load_dataset(args.data)
     else:

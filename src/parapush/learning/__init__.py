@@ -15,15 +15,26 @@ and tqdm, training needs torch (the ``learning`` extra). Modules:
 - :mod:`~parapush.learning.numpy_network`: the exported weights and numpy forward pass;
 - :mod:`~parapush.learning.coarse_learned`: the Propagator;
 - :mod:`~parapush.learning.evaluation`: one-step errors against the fine model.
+
+The general model (any shape, size, mass, friction, 1-16 objects, obstacles):
+:mod:`~parapush.learning.scene_ranges`, :mod:`~parapush.learning.body_descriptors`,
+:mod:`~parapush.learning.graph_encoding`, :mod:`~parapush.learning.general_sampling`,
+:mod:`~parapush.learning.general_dataset`, :mod:`~parapush.learning.graph_training_data`,
+:mod:`~parapush.learning.graph_network_torch`, :mod:`~parapush.learning.graph_network_numpy`,
+:mod:`~parapush.learning.general_train`, :mod:`~parapush.learning.general_evaluation` and the
+Propagator :class:`~parapush.learning.coarse_general.GeneralLearnedCoarseModel`.
 """
 
+from parapush.learning.coarse_general import GeneralLearnedCoarseModel, shipped_general_weights_path
 from parapush.learning.coarse_learned import FineSettingsMismatchWarning, LearnedCoarseModel, shipped_weights_path
 from parapush.learning.geometry import ModelMismatchError, TrainedGeometry
 
 __all__ = [
     "FineSettingsMismatchWarning",
+    "GeneralLearnedCoarseModel",
     "LearnedCoarseModel",
     "ModelMismatchError",
     "TrainedGeometry",
+    "shipped_general_weights_path",
     "shipped_weights_path",
 ]

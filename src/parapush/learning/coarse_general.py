@@ -1,0 +1,192 @@
+"""The general learned coarse model: one interaction network for every scene the format allows.
+
+A :class:`~parapush.physics.propagator.Propagator` for scenes of 1-16 objects of any shape
+(cylinder, box, ellipse, polygon), mass, support/pusher/object friction and with
+obstacles, inside the ranges its training covered
+(:class:`~parapush.learning.scene_ranges.SceneRanges`, stored in the weights' metadata).
+A scene outside them is refused with a :class:`ModelMismatchError` naming the field;
+controls faster than the trained speed or durations outside the trained range raise
+``ValueError`` naming the row.
+
+Prediction for one row (state x, control u, duration T):
+
+1. the general gate and graph (:mod:`parapush.learning.graph_encoding`): objects the
+   pusher's path reaches (closed over reach) or that are moving are *involved*; they and the
+   obstacles near them are the graph's nodes; a row with no involved object leaves every
+   object in place with a zero twist;
+2. the interaction network (:mod:`parapush.learning.graph_network_numpy`, numpy only)
+   predicts each involved object's centroid displacement, yaw change and final twist in the
+   pusher frame; objects not involved stay put with a zero twist;
+3. the pusher moves kinematically: position + u T, velocity u;
+4. (``resolve_overlaps``, default on) rows that went through the network are projected to
+   states without penetration (:class:`~parapush.physics.projection.FeasibilityProjector`,
+   ISRR Eq 9), as the analytical and the first learned model do.
+
+The network imitates the fine model whose :class:`FineSettings` labelled its data
+(``dataset.fine_settings``); other ``fine_settings`` give a
+:class:`~parapush.learning.coarse_learned.FineSettingsMismatchWarning` naming every
+differing field (see :mod:`parapush.learning.coarse_learned` for why it is a warning).
+"""
+
+from __future__ import annotations
+
+import warnings
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from parapush.learning.body_descriptors import BodyDescriptors
+from parapush.learning.coarse_learned import (
+    DURATION_TOLERANCE,
+    SPEED_TOLERANCE,
+    FineSettingsMismatchWarning,
+    fine_settings_mismatches,
+)
+from parapush.learning.geometry import ModelMismatchError
+from parapush.learning.graph_encoding import GraphEncoder, GraphEncodingSpec
+from parapush.learning.graph_network_numpy import GraphNetworkWeights, load_graph_network
+from parapush.learning.scene_ranges import SceneRanges
+from parapush.physics.fine_settings import FineSettings
+from parapush.physics.projection import FeasibilityProjector
+from parapush.physics.propagator import check_batch
+from parapush.scene import Scene, StateLayout
+from parapush.validation import check_instance
+
+SHIPPED_GENERAL_WEIGHTS = "learned_general_coarse_model.npz"
+"""File name of the shipped weights in the ``parapush/data`` package directory."""
+
+
+def shipped_general_weights_path() -> Path:
+    """Path of the shipped general weights (``parapush/data/learned_general_coarse_model.npz``)."""
+    return Path(str(resources.files("parapush") / "data" / SHIPPED_GENERAL_WEIGHTS))
+
+
+class GeneralLearnedCoarseModel:
+    """General learned coarse pushing model; a :class:`~parapush.physics.propagator.Propagator`.
+
+    Args:
+        scene: any scene inside the trained ranges.
+        weights_path: exported weights (``python -m parapush.learning.general_train``); the
+            shipped weights when None.
+        resolve_overlaps: project the predictions to states without penetration.
+        fine_settings: the :class:`FineSettings` of the fine model this coarse model is
+            paired with (None: the defaults); compared with the training data's.
+
+    Attributes:
+        layout: the scene's state layout.
+        network: the loaded network.
+        ranges: the trained ranges.
+        max_speed: trained largest pusher speed, m/s.
+        duration_range: trained (shortest, longest) control duration, s.
+
+    Raises:
+        ModelMismatchError (a ValueError) naming the field when the scene lies outside the
+        trained ranges or the weights are not a general model's.
+
+    Warns:
+        FineSettingsMismatchWarning naming every field of ``fine_settings`` that differs from
+        the training data's.
+    """
+
+    def __init__(
+        self,
+        scene: Scene,
+        weights_path: str | Path | None = None,
+        *,
+        resolve_overlaps: bool = True,
+        fine_settings: FineSettings | None = None,
+    ) -> None:
+        check_instance("scene", scene, Scene, "a parapush.scene.Scene")
+        fine_settings = FineSettings() if fine_settings is None else fine_settings
+        path = shipped_general_weights_path() if weights_path is None else Path(weights_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"weights_path: no weights file at {path}")
+        self.network: GraphNetworkWeights = load_graph_network(path)
+        metadata = self.network.metadata
+        for key in ("encoding", "trained_ranges"):
+            if key not in metadata:
+                raise ModelMismatchError(f"{path}: metadata has no {key!r}")
+        self.ranges = SceneRanges.from_dict(metadata["trained_ranges"])
+        self.ranges.check_scene(scene)
+        spec = GraphEncodingSpec.from_dict(metadata["encoding"])
+        if self.network.node_size != spec.node_size:
+            raise ModelMismatchError(f"{path}: the network takes {self.network.node_size} node features, its "
+                                     f"encoding gives {spec.node_size}")
+        mismatches = fine_settings_mismatches(metadata.get("dataset", {}).get("fine_settings"), fine_settings)
+        self.scene = scene
+        self.weights_path = path
+        self.fine_settings = fine_settings
+        self.layout: StateLayout = scene.layout
+        self.max_speed = float(self.ranges.max_speed)
+        self.duration_range = tuple(float(value) for value in self.ranges.duration_range)
+        self.encoder = GraphEncoder(spec)
+        self.descriptors = BodyDescriptors.from_scene(scene)
+        self.obstacle_poses = np.array([obstacle.pose for obstacle in scene.obstacles], dtype=float).reshape(-1, 3)
+        self.scalars = np.array([scene.pusher.radius, scene.pusher.friction, scene.object_friction])
+        self.projector = FeasibilityProjector(scene) if resolve_overlaps else None
+        if mismatches:
+            warnings.warn(
+                f"{path}: the general learned coarse model was trained against another fine model: "
+                f"{'; '.join(mismatches)}. Its predictions approximate the trained fine model, not this one "
+                "(Parareal needs more iterations); retrain it for these settings "
+                "(src/parapush/data/learned_general_coarse_model.md) or use the trained ones",
+                FineSettingsMismatchWarning,
+                stacklevel=2,
+            )
+
+    def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        """Predict the states after holding each control for its duration.
+
+        Args:
+            states: (M, D) states in the papers' layout; non-finite rows give NaN rows.
+            controls: (M, 2) pusher velocities, m/s, |u| <= the trained maximum speed.
+            durations: (M,) s, within the trained duration range.
+        Returns:
+            (M, D) predicted states.
+        Raises:
+            ValueError naming the argument and row for a speed or duration outside the
+            trained ranges, or a wrong shape.
+        """
+        states, controls, durations = check_batch(self.layout, states, controls, durations)
+        self._check_ranges(controls, durations)
+        layout = self.layout
+        result = np.full_like(states, np.nan)
+        finite = np.all(np.isfinite(states), axis=1)
+        if not np.any(finite):
+            return result
+        states, controls, durations = states[finite], controls[finite], durations[finite]
+        count = states.shape[0]
+        poses = layout.poses(states)
+        twists = layout.twists(states)
+        pusher = states[:, layout.pusher_position]
+        obstacle_poses = np.broadcast_to(self.obstacle_poses, (count, *self.obstacle_poses.shape))
+        graphs = self.encoder.encode(self.descriptors, pusher, poses, twists, obstacle_poses, controls, durations,
+                                     np.broadcast_to(self.scalars, (count, 3)))
+        outputs = np.zeros((*graphs.node_mask.shape, 6))
+        if graphs.node_mask.size:
+            outputs = self.network.forward(graphs.nodes, graphs.node_mask, graphs.edges, graphs.edge_mask)
+        next_poses, next_twists = self.encoder.decode(graphs, self.descriptors, poses, outputs)
+        next_states = np.empty_like(states)
+        next_states[:, layout.pusher_position] = pusher + controls * durations[:, None]
+        next_states[:, layout.object_poses] = next_poses.reshape(count, -1)
+        next_states[:, layout.pusher_velocity] = controls
+        next_states[:, layout.object_twists] = next_twists.reshape(count, -1)
+        if self.projector is not None and np.any(graphs.gated):
+            next_states[graphs.gated] = self.projector.project(next_states[graphs.gated])
+        result[finite] = next_states
+        return result
+
+    def _check_ranges(self, controls: np.ndarray, durations: np.ndarray) -> None:
+        speeds = np.linalg.norm(controls, axis=1)
+        too_fast = np.flatnonzero(speeds > self.max_speed * (1.0 + SPEED_TOLERANCE))
+        if too_fast.size:
+            row = int(too_fast[0])
+            raise ValueError(f"controls[{row}]: speed {speeds[row]:.4f} m/s exceeds the general learned model's "
+                             f"trained maximum {self.max_speed} m/s")
+        low, high = self.duration_range
+        outside = np.flatnonzero((durations < low - DURATION_TOLERANCE) | (durations > high + DURATION_TOLERANCE))
+        if outside.size:
+            row = int(outside[0])
+            raise ValueError(f"durations[{row}]: {durations[row]} s lies outside the general learned model's trained "
+                             f"range [{low}, {high}] s")

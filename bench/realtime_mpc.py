@@ -23,9 +23,29 @@ Scenes: every ``config/scenes/*.yaml`` plus 4 obstacle and 4 clutter scenes draw
 ``bench/make_benchmark_scenes.py``'s generators with the NEW seed ``SCENE_SEED`` (never
 used for tuning), written to ``bench/scenes/new_{obstacle,clutter}_<k>.yaml``.
 Seeds 0, 1, 2 per scene (world noise and optimizer). ``--quick``: scenes
-``QUICK_SCENES`` only, and the ISRR planners limited to ``QUICK_ISRR_ITERATIONS``
-optimizer iterations per re-plan and ``QUICK_MAX_CONTROLS`` controls (as
-``bench/mpc_benchmark.py --quick``); the real-time planner is never limited.
+``QUICK_SCENES`` only (or ``--families``' scenes), and the ISRR planners limited to
+``QUICK_ISRR_ITERATIONS`` optimizer iterations per re-plan and ``QUICK_MAX_CONTROLS``
+controls (as ``bench/mpc_benchmark.py --quick``); the real-time planner is never limited.
+
+Scene families (``--families``, ``all``: the five; instead of the scenes above): each
+``FAMILY_SCENE_COUNT`` scenes drawn with the NEW seed ``FAMILY_SCENE_SEED`` (never used for
+tuning), written to ``bench/scenes/new_<family>_<k>.yaml`` and checked by
+``make_benchmark_scenes.validate``; a run's ``scene_kind`` is its family:
+
+- ``box_clutter``: the clutter generator with the scene format's default box (10.9 x 15.4 cm)
+  as the target among three cylinders (goal radius 6 cm, as the clutter scenes);
+- ``box_obstacle``: the ISRR obstacle generator with that box as the target (goal 5 cm, as the
+  obstacle scenes);
+- ``crowded_8`` / ``crowded_16``: ``bench/make_crowded_scenes.py``'s generator (a cylinder
+  target among 7 / 15 cylinders and boxes, goal 6 cm), every other object's bounding disc
+  clear of the goal;
+- ``heavy``: the clutter generator with every object 1-2 kg on support friction 0.2-0.6, the
+  target a cylinder or the default box (even odds), one clutter object the box (goal 6 cm).
+
+Every run and summary row records the planner's coarse model (``coarse_model``:
+``BuiltPlanner.coarse_model_name``, ``learned``/``analytical``/``none``, with
+``coarse_model_note`` saying why the learned model was not used); a summary row whose runs
+used different ones counts them (``analytical x8, learned x4``).
 
 Construction: every planner is built as the MPC node builds its own
 (:func:`parapush.planning.stack_planner.build_planner` from ``config/planner.yaml``,
@@ -44,6 +64,7 @@ the machine is shared.
     python bench/realtime_mpc.py                  # bench/results/realtime_mpc.json
     python bench/realtime_mpc.py --planners realtime --scenes clutter_1 --seeds 0
     python bench/realtime_mpc.py --quick --reference   # bench/reference/realtime_mpc_quick.json
+    python bench/realtime_mpc.py --families all --planners realtime isrr2019-fine --output realtime_mpc_families
 
 ``--reference`` stores the figures the README quotes (:func:`readme_figures`) in
 ``bench/reference/realtime_mpc[_quick].json`` (``bench/reference.py``); it needs the default
@@ -53,6 +74,7 @@ scenes, planners and seeds.
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import math
@@ -76,7 +98,9 @@ from parapush.sim.world_physics import SimWorldPhysics
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference as bench_reference  # noqa: E402
-from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
+from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml, validate  # noqa: E402
+from make_crowded_scenes import crowded_scene  # noqa: E402
+from make_crowded_scenes import scene_yaml as crowded_scene_yaml  # noqa: E402
 from parareal_common import RESULTS, bench_arguments, environment, format_table, wilson_interval  # noqa: E402
 from parareal_common import _jsonable as jsonable  # noqa: E402
 
@@ -94,6 +118,10 @@ SEEDS = (0, 1, 2)
 QUICK_SCENES = ("isrr_obstacle_1", "new_obstacle_1", "clutter_1", "new_clutter_1")
 QUICK_ISRR_ITERATIONS = 2
 QUICK_MAX_CONTROLS = 12
+FAMILY_SCENE_SEED = 2611
+"""Generator seed of the scene families (the committed scenes use 2019, 2026, 2027, 2029, 2030, 3030)."""
+FAMILY_SCENE_COUNT = 4
+FAMILIES = ("box_clutter", "box_obstacle", "crowded_8", "crowded_16", "heavy")
 
 
 # -- scenes -------------------------------------------------------------------------------------
@@ -111,6 +139,43 @@ def write_new_scenes() -> list[Path]:
                 path.write_text(text)
             paths.append(path)
     return paths
+
+
+def family_scene_text(family: str, index: int) -> str:
+    """The YAML text of scene ``index`` (1, 2, ...) of ``family`` (one of ``FAMILIES``), drawn
+    with ``FAMILY_SCENE_SEED`` and named ``new_<family>_<index>``."""
+    name = f"new_{family}_{index}"
+    arguments = f"(generators, --seed {FAMILY_SCENE_SEED}) via bench/realtime_mpc.py --families"
+    if family in ("crowded_8", "crowded_16"):
+        count = int(family.removeprefix("crowded_"))
+        return crowded_scene_yaml(crowded_scene(FAMILY_SCENE_SEED, count, index), arguments, name=name,
+                                  purpose="bench/realtime_mpc.py --families")
+    if family == "box_clutter":
+        scene = clutter_scene(FAMILY_SCENE_SEED, index, box_target=True)
+    elif family == "box_obstacle":
+        scene = obstacle_scene(FAMILY_SCENE_SEED, index, box_target=True)
+    elif family == "heavy":
+        scene = clutter_scene(FAMILY_SCENE_SEED, index, heavy=True)
+    else:
+        raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
+    scene["name"] = name
+    return scene_yaml(scene, FAMILY_SCENE_SEED, arguments)
+
+
+def write_family_scenes(families: tuple[str, ...] = FAMILIES) -> dict[str, tuple[str, Path]]:
+    """Write ``FAMILY_SCENE_COUNT`` scenes of each of ``families`` to bench/scenes/ (when missing
+    or different) and validate them; name -> (family, path)."""
+    NEW_SCENES.mkdir(exist_ok=True)
+    scenes = {}
+    for family in families:
+        for index in range(1, FAMILY_SCENE_COUNT + 1):
+            text = family_scene_text(family, index)
+            path = NEW_SCENES / f"new_{family}_{index}.yaml"
+            if not path.is_file() or path.read_text() != text:
+                path.write_text(text)
+            validate(path)
+            scenes[path.stem] = (family, path)
+    return scenes
 
 
 def all_scene_paths() -> dict[str, Path]:
@@ -181,8 +246,9 @@ def build(planner: str, scene: Scene, seed: int, sources: PlannerSources, *, qui
 
 
 def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: PlannerSources,
-            args: argparse.Namespace, fidelity: str | None = None) -> dict:
-    """One task run of ``planner`` (``fidelity``: the fine model's fidelity management; None: the file's)."""
+            args: argparse.Namespace, fidelity: str | None = None, kind: str | None = None) -> dict:
+    """One task run of ``planner`` (``fidelity``: the fine model's fidelity management; None: the
+    file's) on a scene of ``kind`` (its family; None: obstacle or clutter, :func:`scene_kind`)."""
     world = VirtualClockWorld(SimWorldPhysics(SimWorld(scene, world_settings(seed))))
     load_before = os.getloadavg()[0]
     wall_started, cpu_started = time.perf_counter(), time.process_time()
@@ -205,12 +271,14 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
             execution = world.motion_time
             waiting = max(0.0, task - execution)
             controls = result.controls_executed
+            applied = result.executed_controls.tolist()
             extra = {}
         else:
             result = built.loop.run(world, max_controls=max_controls)
             replans = result.replan_times.tolist()
             task, execution, waiting = result.task_time, result.execution_time, result.waiting_time
             controls = result.controls_executed
+            applied = [step.control.tolist() for step in result.steps]
             extra = {
                 "replans_from_observation": result.replans_from_observation,
                 "fallbacks": result.fallbacks,
@@ -224,8 +292,10 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
         "fidelity": built.model_config.fidelity,
         "fidelity_reruns": fidelity_reruns,
         "scene": scene_name,
-        "kind": scene_kind(scene),
+        "kind": scene_kind(scene) if kind is None else kind,
         "seed": seed,
+        "coarse_model": built.coarse_model_name,
+        "coarse_model_note": built.coarse_model_note,
         "outcome": result.outcome.name,
         "success": result.success,
         "failure_reason": result.failure_reason,
@@ -241,6 +311,8 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
         "execution_time": execution,
         "task_time": task,
         "final_distance": result.final_distance,
+        **observed_paths(scene, result.states),
+        "controls_applied": applied,
         "run_wall_time": time.perf_counter() - wall_started,
         "run_cpu_time": time.process_time() - cpu_started,
         "load_average_before": load_before,
@@ -248,12 +320,42 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
     }
 
 
+def observed_paths(scene: Scene, states: np.ndarray) -> dict[str, Any]:
+    """What a failure analysis needs from the observed states (k+1, D): the target's poses
+    (x, y, yaw; m, rad) and the pusher's positions (m) after every control, the target's
+    start distance to the goal centre (m) and how far each other object ended from its start (m)."""
+    layout = scene.layout
+    if not len(states):
+        return {"target_path": [], "pusher_path": [], "start_distance": math.nan, "others_moved_m": []}
+    target = scene.target_index
+    others = [index for index in range(len(scene.objects)) if index != target]
+    first, last = states[0], states[-1]
+    return {
+        "target_path": states[:, layout.object_pose(target)].tolist(),
+        "pusher_path": states[:, layout.pusher_position].tolist(),
+        "start_distance": float(np.hypot(*(first[layout.object_pose(target)][:2] - np.asarray(scene.goal.center)))),
+        "others_moved_m": [float(np.hypot(*(last[layout.object_pose(i)][:2] - first[layout.object_pose(i)][:2])))
+                           for i in others],
+    }
+
+
 # -- statistics -----------------------------------------------------------------------------------
+def coarse_models(runs: list[dict]) -> str:
+    """The coarse model the ``runs`` used: its name when all used one, else each with its run
+    count (``"analytical x8, learned x4"``, by name)."""
+    counts = collections.Counter(run["coarse_model"] for run in runs)
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
+
+
 def summarize(runs: list[dict]) -> list[dict]:
+    """Rows per planner and scene kind (in the order the runs met them, then ``all``)."""
     rows = []
     planners = [p for p in PLANNERS if any(r["planner"] == p for r in runs)]
+    kinds = list(dict.fromkeys(r["kind"] for r in runs))
     for planner in planners:
-        for kind in ("obstacle", "clutter", "all"):
+        for kind in (*kinds, "all"):
             chosen = [r for r in runs if r["planner"] == planner and (kind == "all" or r["kind"] == kind)]
             if not chosen:
                 continue
@@ -265,6 +367,7 @@ def summarize(runs: list[dict]) -> list[dict]:
                 {
                     "planner": planner,
                     "scene_kind": kind,
+                    "coarse_model": coarse_models(chosen),
                     "runs": len(chosen),
                     "successes": int(successes),
                     "success_ci95": list(wilson_interval(int(successes), len(chosen))),
@@ -283,12 +386,13 @@ def summarize(runs: list[dict]) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    headers = ["planner", "kind", "success", "95% CI", "replan p50 s", "p95 s", "CPU s/plan", "task/exec",
+    headers = ["planner", "kind", "coarse", "success", "95% CI", "replan p50 s", "p95 s", "CPU s/plan", "task/exec",
                "wait s/run", "controls", "task s (succ.)"]
     body = [
         [
             r["planner"],
             r["scene_kind"],
+            r["coarse_model"],
             f"{r['successes']}/{r['runs']}",
             f"{100 * r['success_ci95'][0]:.0f}-{100 * r['success_ci95'][1]:.0f}%",
             f"{r['replan_p50_s']:.3f}",
@@ -331,26 +435,37 @@ def uptime() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = bench_arguments(__doc__.splitlines()[0], quick=f"scenes {QUICK_SCENES}; ISRR planners limited")
     parser.add_argument("--scenes", nargs="+", help="scene names (config/scenes or bench/scenes)")
+    parser.add_argument("--families", nargs="+", choices=(*FAMILIES, "all"),
+                        help="run the scene families' drawn scenes instead (all: the five)")
     parser.add_argument("--planners", nargs="+", choices=PLANNERS, default=list(PLANNERS))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
     parser.add_argument("--output", help="results name (default realtime_mpc[_quick])")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
-    if args.reference and (args.scenes or args.output or args.planners != list(PLANNERS) or args.seeds != list(SEEDS)):
-        parser.error("--reference: run the default scenes, planners and seeds (drop --scenes/--planners/--seeds/"
-                     "--output)")
+    if args.reference and (args.scenes or args.families or args.output or args.planners != list(PLANNERS)
+                           or args.seeds != list(SEEDS)):
+        parser.error("--reference: run the default scenes, planners and seeds (drop --scenes/--families/--planners/"
+                     "--seeds/--output)")
+    if args.scenes and args.families:
+        parser.error("--scenes, --families: choose one (--scenes takes a family's new_<family>_<k> too)")
     load_before = bench_reference.load_average()
     sources = PlannerSources.load(CONFIG)
     overrides = {planner: planner_overrides(planner, sources, quick=args.quick) for planner in args.planners}
     paths = all_scene_paths()
-    names = args.scenes or (list(QUICK_SCENES) if args.quick else list(paths))
+    default_names = list(QUICK_SCENES) if args.quick else list(paths)
+    families = FAMILIES if args.families and "all" in args.families else tuple(dict.fromkeys(args.families or ()))
+    family_scenes = write_family_scenes()
+    paths.update({name: path for name, (_family, path) in family_scenes.items()})
+    kinds = {name: family for name, (family, _path) in family_scenes.items()}
+    names = [name for name, (family, _path) in family_scenes.items() if family in families] if families else (
+        args.scenes or default_names)
     unknown = [name for name in names if name not in paths]
     if unknown:
         parser.error(f"unknown scene(s) {unknown}; known: {sorted(paths)}")
     notes = []
     if args.quick:
         notes.append(
-            f"--quick: scenes {names} only; ISRR planners limited to {QUICK_ISRR_ITERATIONS} optimizer iterations "
+            f"--quick: scenes {names}; ISRR planners limited to {QUICK_ISRR_ITERATIONS} optimizer iterations "
             f"per re-plan and {QUICK_MAX_CONTROLS} controls (the real-time planner is not limited)"
         )
     print(f"load before: {uptime()}", flush=True)
@@ -364,15 +479,16 @@ def main(argv: list[str] | None = None) -> int:
         scene = load_scene(paths[name])
         for seed in args.seeds:
             for planner in args.planners:
-                record = run_one(planner, name, scene, seed, sources, args)
+                record = run_one(planner, name, scene, seed, sources, args, kind=kinds.get(name))
                 runs.append(record)
                 replans = np.asarray(record["replan_times"])
                 print(
-                    f"[{time.perf_counter() - started:6.0f} s] {name:16s} seed {seed} {planner:19s} "
+                    f"[{time.perf_counter() - started:6.0f} s] {name:18s} seed {seed} {planner:19s} "
                     f"{record['outcome']:14s} controls {record['controls']:2d} replan p50 "
                     f"{np.median(replans) if replans.size else math.nan:.3f} s max "
                     f"{replans.max() if replans.size else math.nan:.3f} s  task {record['task_time']:5.1f} s "
-                    f"exec {record['execution_time']:5.1f} s  load {record['load_average_before']:.1f}"
+                    f"exec {record['execution_time']:5.1f} s  load {record['load_average_before']:.1f}  "
+                    f"coarse {record['coarse_model']}"
                     + ("" if record["success"] else f"  ({record['failure_reason'][:80]})"),
                     flush=True,
                 )
@@ -391,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
             "scenes": names,
             "seeds": args.seeds,
             "scene_seed": SCENE_SEED,
+            "families": list(families),
+            "family_scene_seed": FAMILY_SCENE_SEED,
             "quick": args.quick,
             "overrides": overrides,
             "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock",

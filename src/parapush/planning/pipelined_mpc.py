@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from parapush.physics.projection import FeasibilityProjector
 from parapush.planning.async_world import AsyncWorld
 from parapush.planning.costs import CostFunction
 from parapush.planning.initial_guess import shift_controls
@@ -214,6 +215,7 @@ class PipelinedMpcLoop:
         self.optimizer = optimizer
         self.model = model
         self.cost = cost
+        self.projector = FeasibilityProjector(scene)  # plans start from the observation made rigid
         self.settings = settings
         self.pipeline = pipeline
         self.termination = TerminationCheck(
@@ -317,7 +319,10 @@ class _PipelinedRun:
         self.states.append(state)
         status = self.loop.termination.check(state)
         self.distance = status.distance_to_goal
-        return state, status
+        # Plans start from the observation with its overlaps resolved (ISRR Eq 9): a pusher pressing
+        # a box against another body sinks several mm into it (soft contacts, the real thing's
+        # compliance), more than a prediction request accepts (model.max_initial_overlap).
+        return self.loop.projector.project(state[None])[0], status
 
     def plan(self, state: np.ndarray, controls: np.ndarray, previous: np.ndarray, *,
              first: bool = False) -> tuple[OptimizationResult, float]:
@@ -327,7 +332,8 @@ class _PipelinedRun:
         loop = self.loop
         if loop.before_plan is not None:
             loop.before_plan(loop)
-        proposals = None if first else loop.settings.proposals(loop.scene, state, loop.optimizer.settings)
+        proposals = None if first else loop.settings.proposals(loop.scene, state, loop.optimizer.settings,
+                                                                   loop.cost.route)
         result = loop.optimizer.optimize(state, controls, loop.model, loop.cost.with_previous_control(previous),
                                          proposals=proposals)
         self.budget_cuts += _cut(result)
@@ -338,7 +344,7 @@ class _PipelinedRun:
         trajectory = np.asarray(self.loop.model.predict(state, control[None, None], np.array([duration])))[0]
         if not np.all(np.isfinite(trajectory[1])):
             raise RuntimeError(f"model: could not predict control {control.tolist()} m/s from the observed state")
-        return trajectory[1]
+        return self.loop.projector.project(trajectory[1][None])[0]  # the next plan's start, as an observation
 
     def start(self, control: np.ndarray, fallback: np.ndarray | None, record: dict) -> None:
         """Start ``control``; account the motion of the previous one and the pusher's idle time."""
@@ -377,7 +383,7 @@ class _PipelinedRun:
             state, status = self.observe()
             if status.finished:
                 return self.finish(status.outcome, status.reason)
-            guess = loop.settings.straight_line(loop.scene, state, settings)
+            guess = loop.settings.straight_line(loop.scene, state, settings, loop.cost.route)
             plan, replan = self.plan(state, guess, np.zeros(2), first=True)
             self.replan_times.append(replan)
             record = {"replan_time": replan, "fallback": False, "replanned_from_observation": False,

@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Any
 
 from parapush.parareal.solver import MODELS
+from parapush.planning.mpc import MpcSettings
 from parapush.planning.multifidelity import COARSE_CHOICES, MultiFidelitySettings
 from parapush.planning.optimizer import OptimizerSettings
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop, PipelineSettings
@@ -65,6 +66,8 @@ class PlannerPreset:
         multifidelity: the multi-fidelity split (with ``coarse``).
         pipeline: the pipelined loop's policies (with ``loop="pipelined"``).
         optimizer_overrides: optimizer fields replacing ``config/planner.yaml``'s.
+        mpc_overrides: MPC loop fields (:class:`~parapush.planning.mpc.MpcSettings`) replacing
+            ``config/planner.yaml``'s.
         cost_overrides: ``{term: {parameter: value}}`` merged into ``config/planner.yaml``'s costs.
     """
 
@@ -81,6 +84,7 @@ class PlannerPreset:
     multifidelity: MultiFidelitySettings | None = None
     pipeline: PipelineSettings | None = None
     optimizer_overrides: Mapping[str, Any] = field(default_factory=dict)
+    mpc_overrides: Mapping[str, Any] = field(default_factory=dict)
     cost_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -100,11 +104,12 @@ class PlannerPreset:
             raise ValueError("multifidelity: give it exactly when coarse is set (the multi-fidelity planner)")
         if (self.loop == "pipelined") != (self.pipeline is not None):
             raise ValueError("pipeline: give it exactly when loop is 'pipelined'")
-        known = {item.name for item in dataclasses.fields(OptimizerSettings)}
-        unknown = sorted(set(self.optimizer_overrides) - known)
-        if unknown:
-            raise ValueError(f"optimizer_overrides: unknown field(s) {unknown}; known: {sorted(known)}")
-        object.__setattr__(self, "optimizer_overrides", MappingProxyType(dict(self.optimizer_overrides)))
+        for name, settings in (("optimizer_overrides", OptimizerSettings), ("mpc_overrides", MpcSettings)):
+            known = {item.name for item in dataclasses.fields(settings)}
+            unknown = sorted(set(getattr(self, name)) - known)
+            if unknown:
+                raise ValueError(f"{name}: unknown field(s) {unknown}; known: {sorted(known)}")
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         object.__setattr__(
             self,
             "cost_overrides",
@@ -121,6 +126,10 @@ class PlannerPreset:
     def optimizer_settings(self, base: OptimizerSettings) -> OptimizerSettings:
         """``base`` (``config/planner.yaml``'s) with this preset's overrides."""
         return dataclasses.replace(base, **self.optimizer_overrides)
+
+    def mpc_settings(self, base: MpcSettings) -> MpcSettings:
+        """``base`` (``config/planner.yaml``'s MPC loop settings) with this preset's overrides."""
+        return dataclasses.replace(base, **self.mpc_overrides)
 
     def corrector_config(self, model: Any) -> Any:
         """The loop's predictive model (the corrector): ``model`` (``config/model.yaml``'s
@@ -262,8 +271,16 @@ REALTIME = PlannerPreset(
         contact_corrected_controls=2,
     ),
     pipeline=PipelineSettings(replan_distance=0.01, fallback_clearance=0.005),
-    optimizer_overrides={"samples": 30, "max_iterations": 10},
-    cost_overrides={"non_target_objects": {"goal_entry_margin": 0.02}},
+    # Issue 29 (box targets round obstacles; chosen on scenes drawn with probe seeds 777, 778 and
+    # 9001, never the benchmark's): the targets' route round the obstacles in the goal distance and
+    # the pusher's goal side, the straight-line proposal at full speed (a box needs a longer detour
+    # within the 4 s horizon) and twice the ISRR noise (standard deviation 0.02 m/s). On 8 box
+    # obstacle runs 6 succeeded against 1 without them; obstacle, clutter, box clutter, heavy and
+    # 8-object runs kept their successes (docs/planner_tuning.md).
+    optimizer_overrides={"samples": 30, "max_iterations": 10, "exploration_variance": 4.0e-4},
+    mpc_overrides={"initial_speed": 0.1},
+    cost_overrides={"non_target_objects": {"goal_entry_margin": 0.02}, "goal_distance": {"route_margin": 0.005},
+                    "pusher_goal_side": {"route_margin": 0.005}},
 )
 PRESETS: Mapping[str, PlannerPreset] = MappingProxyType({ISRR2019.name: ISRR2019, REALTIME.name: REALTIME})
 """The presets by name."""

@@ -275,9 +275,10 @@ def build_planner(
     costs = preset.costs(sources.planner.costs)
     cost = CostFunction.from_config(scene, costs)
     if preset.loop == "pipelined":
-        loop: Any = PipelinedMpcLoop(scene, planner, model, cost, sources.planner.mpc, preset.pipeline)
+        loop: Any = PipelinedMpcLoop(scene, planner, model, cost, preset.mpc_settings(sources.planner.mpc),
+                                     preset.pipeline)
     else:
-        loop = MpcLoop(scene, planner, model, cost, sources.planner.mpc)
+        loop = MpcLoop(scene, planner, model, cost, preset.mpc_settings(sources.planner.mpc))
     return BuiltPlanner(preset=preset, loop=loop, planner=planner, model=model, owns_model=owned,
                         model_config=model_config, coarse_choice=choice, costs=costs, overrides=dict(sources.overrides),
                         robust=robust)

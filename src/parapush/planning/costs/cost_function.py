@@ -105,6 +105,16 @@ class CostFunction:
         return cls(tuple(terms))
 
     @property
+    def route(self) -> Any:
+        """The goal distance term's route round the obstacles
+        (:class:`~parapush.planning.goal_route.GoalRoute`; None: no such term, no obstacles, or
+        ``route_margin`` null): what the straight-line proposals push along."""
+        for term in self.terms:
+            if term.name == "goal_distance":
+                return term.route
+        return None
+
+    @property
     def names(self) -> tuple[str, ...]:
         return tuple(term.name for term in self.terms)
 

@@ -2,9 +2,13 @@
 
 For the target's final position p_N (m) and the goal centre g, radius r::
 
-    J_N = ||p_N - g||^2  +  outside_slope * max(0, ||p_N - g|| - r)
+    J_N = d(p_N)^2  +  outside_slope * max(0, d(p_N) - r)
 
-The first part is the paper's terminal cost (m^2). The optional hinge (``outside_slope``,
+with d the straight-line distance ||p_N - g|` (``route_margin`` null: the paper's terminal cost,
+m^2), or, with ``route_margin`` a number of metres, the *route distance* round the static
+obstacles (:class:`~parapush.planning.goal_route.GoalRoute`: equal to the straight-line
+distance wherever the target's straight path to the goal is clear, longer behind an
+obstacle, so that pushing the target round it lowers the cost). The optional hinge (``outside_slope``,
 m^2 per m) keeps a constant pull towards the region while the target is outside it,
 where the quadratic's pull fades near the boundary; it is 0 inside the region.
 
@@ -19,12 +23,14 @@ tracking-loss test). With 0.5 the same 5 mm outside is worth the turn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from parapush.planning.costs.cost_term import CostConfigError, check_batch, check_term_fields
+from parapush.planning.goal_route import GoalRoute, goal_route
 from parapush.scene import Scene, StateLayout
 
 
@@ -39,10 +45,13 @@ class GoalDistance:
         goal_radius: m.
         weight: the paper's terminal weight w.
         outside_slope: m, weight of the hinge max(0, d - r) relative to d^2 (0: paper's cost).
+        route_margin: m added to the target's inscribed radius for its route round the obstacles
+            (None: the straight-line distance, the paper's).
+        route: the route (built by :meth:`from_scene`; None: straight line, as without obstacles).
     """
 
     name: ClassVar[str] = "goal_distance"
-    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "outside_slope")
+    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "outside_slope", "route_margin")
 
     layout: StateLayout
     target_index: int
@@ -50,27 +59,36 @@ class GoalDistance:
     goal_radius: float
     weight: float = 1.0
     outside_slope: float = 0.0
+    route_margin: float | None = None
+    route: GoalRoute | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_term_fields(self, "weight", "outside_slope")
         check_term_fields(self, "goal_radius", strict=True)
+        if self.route_margin is not None:
+            check_term_fields(self, "route_margin")
 
     @classmethod
-    def from_scene(cls, scene: Scene, *, weight: float = 1.0, outside_slope: float = 0.0) -> GoalDistance:
+    def from_scene(cls, scene: Scene, *, weight: float = 1.0, outside_slope: float = 0.0,
+                   route_margin: float | None = None) -> GoalDistance:
         if scene.goal is None:
             raise CostConfigError(f"{cls.name}: scene {scene.name!r} has no goal region")
-        return cls(
+        term = cls(
             layout=scene.layout,
             target_index=scene.target_index,
             goal_center=scene.goal.center,
             goal_radius=scene.goal.radius,
             weight=weight,
             outside_slope=outside_slope,
+            route_margin=route_margin,
         )
+        return dataclasses.replace(term, route=goal_route(scene, term.route_margin))
 
     def distances(self, trajectories: np.ndarray) -> np.ndarray:
-        """Distance (S,) m of the target's final position to the goal centre."""
+        """Distance (S,) m of the target's final position to the goal centre (along the route)."""
         final = self.layout.poses(trajectories[:, -1])[:, self.target_index, :2]
+        if self.route is not None:
+            return self.route.distance(final)
         return np.linalg.norm(final - np.asarray(self.goal_center), axis=-1)
 
     def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:

@@ -15,8 +15,14 @@ c(n, o) is the smallest clearance over the segment x_n -> x_{n+1}; c_min
 (``min_clearance``) caps the value at contact and penetration. c_inf
 (``influence_distance``) is an optional cut-off: beyond it an obstacle costs nothing, so
 the term does not push a target that is already clear of the obstacles past its goal
-(None: no cut-off, the paper's pure inverse square). The target counts as a disc of its
-bounding radius (exact for cylinders, conservative for boxes). Units: 1/m^2.
+(None: no cut-off, the paper's pure inverse square). A cylinder target is its disc, swept
+exactly; any other outline is its polygon at :data:`~parapush.physics.planar_geometry.SWEEP_SAMPLES`
+poses along each control (:func:`~parapush.physics.planar_geometry.swept_outline_obstacle_clearance`).
+Until 2026-11-27 every target was the disc of its bounding radius: for the scene format's
+default box (10.9 x 15.4 cm, bounding radius 9.4 cm) that disc reached 3.9 cm past the box's
+long sides, so a box beside an obstacle cost as much as one touching it and every push round
+an obstacle looked like a collision (measured on a box 13 cm from an obstacle: 15.2 of a plan's
+15.5 cost was this term while the box's true clearance stayed positive). Units: 1/m^2.
 """
 
 from __future__ import annotations
@@ -26,9 +32,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from parapush.physics.planar_geometry import segment_obstacle_clearance
+from parapush.physics.planar_geometry import segment_obstacle_clearance, swept_outline_obstacle_clearance
 from parapush.planning.costs.cost_term import CostConfigError, check_batch, check_term_fields, checked_number
-from parapush.scene import Obstacle, Scene, StateLayout
+from parapush.scene import Obstacle, Outline, Scene, StateLayout
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,8 @@ class ObstacleProximity:
         layout: state layout of the scene.
         target_index: index of the target object in the state.
         target_radius: m, bounding radius of the target.
+        target_outline: the target's outline when it is not a disc (its polygon is swept), None
+            for a cylinder (the disc of ``target_radius``).
         pusher_radius: m.
         obstacles: the scene's static obstacles (the term is 0 without any).
         weight: overall weight (the papers' w_s when the gains are 1).
@@ -62,6 +70,7 @@ class ObstacleProximity:
     target_radius: float
     pusher_radius: float
     obstacles: tuple[Obstacle, ...]
+    target_outline: Outline | None = None
     weight: float = 1.0
     target_gain: float = 1.0
     pusher_gain: float = 1.0
@@ -94,10 +103,12 @@ class ObstacleProximity:
         min_clearance: float = 0.002,
         influence_distance: float | None = None,
     ) -> ObstacleProximity:
+        target = scene.objects[scene.target_index]
         return cls(
             layout=scene.layout,
             target_index=scene.target_index,
             target_radius=scene.objects[scene.target_index].bounding_radius,
+            target_outline=None if target.shape == "cylinder" else target.outline,
             pusher_radius=scene.pusher.radius,
             obstacles=scene.obstacles,
             weight=weight,
@@ -109,15 +120,20 @@ class ObstacleProximity:
 
     def clearances(self, trajectories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Swept clearances (S, N, n_obstacles) m of the target and of the pusher."""
-        target = self.layout.poses(trajectories)[..., self.target_index, :2]
+        target = self.layout.poses(trajectories)[..., self.target_index, :]
         pusher = trajectories[..., self.layout.pusher_position]
         shape = (*trajectories.shape[:1], trajectories.shape[1] - 1, len(self.obstacles))
         target_clearance = np.empty(shape)
         pusher_clearance = np.empty(shape)
         for index, obstacle in enumerate(self.obstacles):
-            target_clearance[..., index] = segment_obstacle_clearance(
-                target[:, :-1], target[:, 1:], self.target_radius, obstacle
-            )
+            if self.target_outline is None:
+                target_clearance[..., index] = segment_obstacle_clearance(
+                    target[:, :-1, :2], target[:, 1:, :2], self.target_radius, obstacle
+                )
+            else:
+                target_clearance[..., index] = swept_outline_obstacle_clearance(
+                    target[:, :-1], target[:, 1:], self.target_outline, obstacle
+                )
             pusher_clearance[..., index] = segment_obstacle_clearance(
                 pusher[:, :-1], pusher[:, 1:], self.pusher_radius, obstacle
             )

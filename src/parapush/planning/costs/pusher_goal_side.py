@@ -12,17 +12,22 @@ position and u_n the unit vector from t_n to the goal centre g::
     J_side = sum_{n=1}^{N} max(0, (p_n - t_n) . u_n)^2                       (m^2)
 
 0 while the pusher is anywhere behind or beside the target (a sideways push is free), and 0
-where the target is at the goal centre (u undefined).
+where the target is at the goal centre (u undefined). With ``route_margin`` a number of metres,
+u_n is the direction of the target's route round the static obstacles
+(:meth:`~parapush.planning.goal_route.GoalRoute.direction`: towards g where the straight path is
+clear), so that behind an obstacle "ahead" means ahead along the way round it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from parapush.planning.costs.cost_term import CostConfigError, check_batch, check_term_fields
+from parapush.planning.goal_route import GoalRoute, goal_route
 from parapush.scene import Scene, StateLayout
 
 
@@ -35,25 +40,33 @@ class PusherGoalSide:
         target_index: index of the target object in the state.
         goal_center: (x, y) m.
         weight: overall weight.
+        route_margin: m, the target's margin on its route round the obstacles (None: straight
+            towards the goal, as without obstacles).
+        route: the route (built by :meth:`from_scene`; None: straight).
     """
 
     name: ClassVar[str] = "pusher_goal_side"
-    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight",)
+    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "route_margin")
 
     layout: StateLayout
     target_index: int
     goal_center: tuple[float, float]
     weight: float = 1.0
+    route_margin: float | None = None
+    route: GoalRoute | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_term_fields(self, "weight")
+        if self.route_margin is not None:
+            check_term_fields(self, "route_margin")
 
     @classmethod
-    def from_scene(cls, scene: Scene, *, weight: float = 1.0) -> PusherGoalSide:
+    def from_scene(cls, scene: Scene, *, weight: float = 1.0, route_margin: float | None = None) -> PusherGoalSide:
         if scene.goal is None:
             raise CostConfigError(f"{cls.name}: scene {scene.name!r} has no goal region")
-        return cls(layout=scene.layout, target_index=scene.target_index, goal_center=scene.goal.center,
-                   weight=weight)
+        term = cls(layout=scene.layout, target_index=scene.target_index, goal_center=scene.goal.center,
+                   weight=weight, route_margin=route_margin)
+        return dataclasses.replace(term, route=goal_route(scene, term.route_margin))
 
     def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:
         trajectories, _ = check_batch(trajectories, controls, self.layout.dimension)
@@ -62,6 +75,8 @@ class PusherGoalSide:
         pusher = states[..., self.layout.pusher_position]
         towards_goal = np.asarray(self.goal_center) - target
         length = np.linalg.norm(towards_goal, axis=-1)
+        if self.route is not None:  # along the route: a unit vector (0 at the goal centre)
+            towards_goal, length = self.route.direction(target), np.where(length > 1e-9, 1.0, 0.0)
         ahead = np.einsum("snc,snc->sn", pusher - target, towards_goal) / np.maximum(length, 1e-9)
         ahead = np.where(length > 1e-9, np.maximum(ahead, 0.0), 0.0)
         return np.sum(ahead**2, axis=1)

@@ -248,3 +248,16 @@ def test_contact_correction_settings_are_validated() -> None:
         MultiFidelitySettings(contact_corrected_controls=-1)
     with pytest.raises(ValueError, match="contact_displacement"):
         MultiFidelitySettings(contact_displacement=-0.01)
+
+
+@pytest.mark.parametrize(("workers", "corrected"), [(2, 1), (7, 1), (8, None), (16, None)])
+def test_with_eight_or_more_fine_workers_the_elites_are_corrected_over_the_whole_horizon(workers, corrected) -> None:
+    scene = load_scene("config/scenes/clutter_fig1.yaml")
+    sources = PlannerSources.load().with_overrides({"model": {"backend": "threads", "workers": workers}})
+    with build_planner(scene, sources, seed=0) as built:
+        assert built.model.engine.backend.workers == workers
+        assert built.planner.multifidelity.corrected_controls == corrected
+        assert built.planner.corrected_depth() == (built.planner.settings.horizon if corrected is None else 1)
+        assert built.settings()["multifidelity"]["corrected_controls"] == corrected
+    never = dataclasses.replace(PRESETS["realtime"].multifidelity, full_horizon_workers=None)
+    assert never.for_workers(64) is never

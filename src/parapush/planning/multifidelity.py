@@ -105,6 +105,11 @@ class MultiFidelitySettings:
             when larger than ``corrected_controls``.
         contact_displacement: m; an object whose centre moves more than this over an elite's
             coarse prediction counts as moved.
+        full_horizon_workers: with at least this many fine workers behind the corrector (a
+            bigger machine, a Ray cluster) the elites are corrected over the whole horizon
+            (``corrected_controls`` None: the journal's decision on Parareal-corrected
+            predictions) instead of ``corrected_controls``: the width makes the extra controls
+            nearly free; None: never (:meth:`for_workers`).
     """
 
     elites: int = setting(4, "E, sequences corrected per round", minimum=1)
@@ -121,9 +126,19 @@ class MultiFidelitySettings:
                                                      minimum=0, none="all", ros_none=-1)
     contact_displacement: float = setting(0.005, "an object whose centre moves more than this over an elite's "
                                           "coarse prediction counts as moved", unit="m", minimum=0.0)
+    full_horizon_workers: int | None = setting(8, "with at least this many fine workers the elites are corrected "
+                                               "over the whole horizon", kind=int, minimum=1, none="never",
+                                               ros_none=0)
 
     def __post_init__(self) -> None:
         check_settings(self)
+
+    def for_workers(self, workers: int) -> MultiFidelitySettings:
+        """These settings for a corrector with ``workers`` fine workers: ``corrected_controls``
+        None (the whole horizon) from ``full_horizon_workers`` on, else unchanged."""
+        if self.full_horizon_workers is None or workers < self.full_horizon_workers:
+            return self
+        return dataclasses.replace(self, corrected_controls=None)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ Sections of ``overrides`` (applied in this order):
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,17 @@ def coarse_model_for(scene: Scene, preset: PlannerPreset, model: Any) -> CoarseM
     return build_coarse_model(scene, model, resolve_overlaps=preset.coarse_resolves_overlaps)
 
 
+def corrector_workers(model: Any, config: Any) -> int:
+    """The fine workers behind the loop's predictive ``model``: its engine's backend's (a local
+    :class:`~parapush.planning.engine_prediction.EnginePrediction`), else ``config.workers`` of its
+    model config (a prediction service built from the same file), one per CPU core when None."""
+    backend = getattr(getattr(model, "engine", None), "backend", None)
+    workers = getattr(backend, "workers", None)
+    if isinstance(workers, int) and workers >= 1:
+        return workers
+    return config.workers if config.workers is not None else (os.cpu_count() or 1)
+
+
 def planner_settings(sources: PlannerSources, seed: int | None = None) -> OptimizerSettings:
     """The optimizer settings :func:`build_planner` gives the planner of ``sources`` (before a
     coarse model's speed cap): the planner file's, the preset's overrides, then ``seed`` (None:
@@ -262,7 +274,8 @@ def build_planner(
         speed_limit = getattr(choice.model, "max_speed", None)
         if speed_limit is not None and speed_limit < settings.max_speed:
             planner = StochasticTrajectoryOptimizer(dataclasses.replace(settings, max_speed=speed_limit))
-        planner = MultiFidelityPlanner(planner, PropagatorRollout(choice.model), preset.multifidelity)
+        multifidelity = preset.multifidelity.for_workers(corrector_workers(model, model_config))
+        planner = MultiFidelityPlanner(planner, PropagatorRollout(choice.model), multifidelity)
     robust = None
     if sources.planner.robust.samples > 1:
         if not isinstance(planner, MultiFidelityPlanner):

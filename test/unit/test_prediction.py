@@ -96,7 +96,7 @@ def test_ros_stand_ins_mean_none_and_errors_name_the_dotted_field(tmp_path) -> N
         ({"iterations": 5}, "iterations: expected an integer >= 0 and <= 4, got 5"),
         ({"iterations": 1.0}, "iterations: expected an integer >= 0 and <= 4, got 1.0"),
         ({"model": "quantum"}, "model: expected one of ['coarse', 'parareal', 'fine'], got 'quantum'"),
-        ({"coarse_model": "oracle"}, "coarse_model: expected one of ['auto', 'analytical', 'learned']"),
+        ({"coarse_model": "oracle"}, "coarse_model: expected one of ['auto', 'learned', 'general', 'analytical']"),
         ({"tolerance_position": -1.0}, "tolerance_position: expected a finite number > 0, got -1.0"),
         ({"deadline": float("inf")}, "deadline: expected a finite number > 0, got inf"),
     ],

@@ -9,16 +9,21 @@ Names (:data:`~parapush.prediction.config.COARSE_MODELS`, ``model.coarse_model``
 
 - ``analytical``: the ISRR quasi-static model (:class:`~parapush.physics.coarse_analytical.AnalyticalCoarseModel`),
   any outline, any number of objects;
-- ``learned``: the learned network (:class:`~parapush.learning.coarse_learned.LearnedCoarseModel`);
-  it refuses, with a :class:`~parapush.learning.geometry.ModelMismatchError` naming the field,
-  every scene outside its trained ranges;
-- ``auto``: ``learned`` where it serves the scene, else ``analytical``.
+- ``learned``: the network for the papers' cylinders
+  (:class:`~parapush.learning.coarse_learned.LearnedCoarseModel`);
+- ``general``: the general learned model
+  (:class:`~parapush.learning.coarse_general.GeneralLearnedCoarseModel`: any outline, 1-16
+  objects, physical parameters and obstacles within its trained ranges);
+- ``auto``: the first of ``learned``, ``general`` and ``analytical`` that serves the scene.
+
+The learned models refuse, with a :class:`~parapush.learning.geometry.ModelMismatchError`
+naming the field, every scene outside their trained ranges.
 
 There is no silent fallback: a :class:`CoarseModelChoice` says which model was built, which
-was asked for, and, when ``auto`` could not use the learned model, why
-(:attr:`CoarseModelChoice.note`: the learned model's own refusal). The planner logs it, the
+was asked for, and, when ``auto`` could not use a model it prefers, why
+(:attr:`CoarseModelChoice.note`: each such model's own refusal). The planner logs it, the
 ``push_object`` action's feedback and result carry it, and the benchmarks record it. An
-explicit ``learned`` that cannot serve the scene raises :class:`CoarseModelUnavailableError`
+explicit ``learned`` or ``general`` that cannot serve the scene raises :class:`CoarseModelUnavailableError`
 naming ``coarse_model``.
 """
 
@@ -36,7 +41,10 @@ from parapush.scene import Scene
 from parapush.validation import check_instance
 
 BUILT_MODELS = tuple(name for name in COARSE_MODELS if name != "auto")
-"""The coarse models the factory builds (``auto`` resolves to one of them)."""
+"""The coarse models the factory builds, in the order ``auto`` tries them (most accurate first;
+the analytical model serves every scene)."""
+
+AUTO_ORDER = BUILT_MODELS
 
 
 class CoarseModelUnavailableError(ValueError):
@@ -80,11 +88,13 @@ class CoarseModelChoice:
 
     @property
     def note(self) -> str:
-        """Why the built model is not the learned one that ``auto`` prefers (its refusal), or ``""``
-        when the model asked for was built."""
-        if self.requested == "auto" and self.name != "learned":
-            return f"learned coarse model unavailable: {self.unavailable.get('learned', 'unknown')}"
-        return ""
+        """Why ``auto`` did not build a model it prefers to the built one (each one's refusal),
+        or ``""`` when the model asked for (or ``auto``'s first) was built."""
+        if self.requested != "auto" or self.name not in AUTO_ORDER:
+            return ""
+        skipped = AUTO_ORDER[:AUTO_ORDER.index(self.name)]
+        return "; ".join(f"{name} coarse model unavailable: {self.unavailable.get(name, 'unknown')}"
+                         for name in skipped)
 
     def describe(self) -> str:
         """``name`` and, after a fallback, why: what the planner logs."""
@@ -120,7 +130,7 @@ def build_coarse_model(
     requested = config.coarse_model if choice is None else choice
     if requested not in COARSE_MODELS:
         raise ValueError(f"choice: expected one of {COARSE_MODELS}, got {requested!r}")
-    names = {"analytical": ("analytical",), "learned": ("learned",), "auto": ("learned", "analytical")}[requested]
+    names = AUTO_ORDER if requested == "auto" else (requested,)
     models, unavailable = _build(scene, config, names, resolve_overlaps=resolve_overlaps,
                                  ignore_obstacles=ignore_obstacles)
     for name in names:
@@ -140,14 +150,15 @@ def build_coarse_models(
 def resolve_coarse_name(name: str, available: Mapping[str, object]) -> str | None:
     """The built model ``name`` stands for among ``available`` (``auto`` resolved), None if unavailable."""
     if name == "auto":
-        return "learned" if "learned" in available else "analytical"
+        return next((choice for choice in AUTO_ORDER if choice in available), None)
     return name if name in available else None
 
 
 def unavailable_message(name: str, unavailable: Mapping[str, str]) -> str:
     """Why coarse model ``name`` cannot be used (the message names ``coarse_model``)."""
-    reason = unavailable.get("learned" if name == "auto" else name, "unknown")
-    return f"coarse_model: {name!r} is unavailable here: {reason}"
+    names = AUTO_ORDER if name == "auto" else (name,)
+    reasons = "; ".join(f"{choice}: {unavailable.get(choice, 'unknown')}" for choice in names if choice in unavailable)
+    return f"coarse_model: {name!r} is unavailable here: {reasons or 'unknown'}"
 
 
 def _build(
@@ -163,10 +174,13 @@ def _build(
                                                  rotation=config.analytical_rotation)
             continue
         try:
-            models[name] = _learned(scene, config.learned_weights, config.fine, resolve_overlaps=resolve_overlaps,
-                                    ignore_obstacles=ignore_obstacles)
+            if name == "learned":
+                models[name] = _learned(scene, config.learned_weights, config.fine, resolve_overlaps=resolve_overlaps,
+                                        ignore_obstacles=ignore_obstacles)
+            else:
+                models[name] = _general(scene, config.general_weights, config.fine, resolve_overlaps=resolve_overlaps)
         except ImportError as error:
-            unavailable[name] = f"the learned model cannot be imported ({error})"
+            unavailable[name] = f"the {name} model cannot be imported ({error})"
         except (ValueError, OSError) as error:
             unavailable[name] = str(error)
     return models, unavailable
@@ -178,3 +192,10 @@ def _learned(scene: Scene, weights: str | None, fine: FineSettings, *, resolve_o
 
     return LearnedCoarseModel(scene, weights, ignore_obstacles=ignore_obstacles, resolve_overlaps=resolve_overlaps,
                               fine_settings=fine)
+
+
+def _general(scene: Scene, weights: str | None, fine: FineSettings, *, resolve_overlaps: bool) -> Any:
+    from parapush.learning.coarse_general import GeneralLearnedCoarseModel
+
+    # obstacles are nodes of its graph: it never needs to ignore them
+    return GeneralLearnedCoarseModel(scene, weights, resolve_overlaps=resolve_overlaps, fine_settings=fine)

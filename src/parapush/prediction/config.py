@@ -16,7 +16,7 @@ Nodes declare ``model.*`` parameters generated from :class:`ModelConfig`
 (``parameter_specs(ModelConfig, "model.")``); programs without ROS read the same file with
 :func:`load_model_config`. In the file (as in any ROS parameter), a value that means None is
 written as the field's stand-in: ``iterations: -1``, ``workers: 0``, ``0.0`` for the
-tolerances and the deadline, ``""`` for ``learned_weights``.
+tolerances and the deadline, ``""`` for ``learned_weights`` and ``general_weights``.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from parapush.physics.fine_settings import FineSettings
 from parapush.settings import SettingsError, check_settings, setting, settings_from_ros_mapping
 from parapush.yaml_file import read_yaml
 
-COARSE_MODELS = ("auto", "analytical", "learned")
-"""``auto``: the learned model where it supports the scene (cylinders, no obstacles, up to the
-objects it was trained for), else the analytical one."""
+COARSE_MODELS = ("auto", "learned", "general", "analytical")
+"""``learned``: the network for the papers' cylinders (1-4 of 51.2 mm, 0.5 kg); ``general``: the
+general learned model (any outline, 1-16 objects, physical parameters and obstacles within its
+trained ranges); ``auto``: the first of learned, general and analytical (this order, the most
+accurate first) that serves the scene (:mod:`parapush.prediction.coarse_models`)."""
 
 MAX_ITERATIONS = 64
 """Largest configurable Parareal K (a request's K is bounded by its number of controls N)."""
@@ -63,6 +65,7 @@ class ModelConfig:
         coarse_model: ``"auto"`` (learned where it supports the scene, else analytical),
             ``"analytical"`` or ``"learned"``.
         learned_weights: path of the learned model's weights (.npz); None: the shipped ones.
+        general_weights: path of the general learned model's weights (.npz); None: the shipped ones.
         iterations: Parareal K >= 0 (capped at each request's N); None: stop by a tolerance or
             the deadline (then one of them is required).
         tolerance_position: m; stop when every position update is at most this; None: off.
@@ -99,6 +102,8 @@ class ModelConfig:
     coarse_model: str = setting("auto", "coarse model (auto: learned where it supports the scene)",
                                 choices=COARSE_MODELS)
     learned_weights: str | None = setting(None, "learned coarse model weights (.npz)", kind=str,
+                                          none="the shipped weights", ros_none="")
+    general_weights: str | None = setting(None, "general learned coarse model weights (.npz)", kind=str,
                                           none="the shipped weights", ros_none="")
     iterations: int | None = setting(1, "Parareal iterations K (capped at a request's N)", kind=int, minimum=0,
                                      maximum=MAX_ITERATIONS, none="stop by a tolerance or the deadline",

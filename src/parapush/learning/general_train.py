@@ -6,8 +6,10 @@ final twist, :mod:`parapush.learning.graph_encoding`), the final-twist terms wei
 obstacles) count. Every batch holds graphs of one node count
 (:mod:`parapush.learning.graph_training_data`); half its graphs, drawn at random, are
 mirrored about the frame's x-axis (a valid push too). Split by scene (continuation pushes
-of a scene stay on the same side). Adam with a cosine learning-rate decay over ``epochs``;
-the epoch with the best validation loss is restored. Writes the numpy weights (``--out``,
+of a scene stay on the same side). Adam with a cosine learning-rate decay to 2 % over the
+budget (``--epochs`` or ``--max-minutes`` of wall time, whichever runs out first, so a
+slower CPU still ends on a small rate); the epoch with the best validation loss is restored.
+Writes the numpy weights (``--out``,
 loaded by :class:`~parapush.learning.coarse_general.GeneralLearnedCoarseModel`) and
 per-epoch metrics (``<out stem>.metrics.json``).
 
@@ -168,7 +170,6 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
     model = InteractionNetwork(spec.node_size, len(statistics["edge_mean"]), OUTPUT_SIZE, options.hidden,
                                options.rounds)
     optimiser = torch.optim.Adam(model.parameters(), lr=options.lr)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=options.epochs, eta_min=options.lr * 0.02)
     weights = torch.tensor([1.0, 1.0, 1.0, options.twist_weight, options.twist_weight, options.twist_weight])
     history = []
     best = (math.inf, None, -1)
@@ -185,7 +186,11 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
             optimiser.step()
             total += loss.item() * int(movable.sum())
             count += int(movable.sum())
-        schedule.step()
+        # cosine decay over the budget: the epochs' share or the wall time's, whichever is further
+        progress = max((epoch + 1) / options.epochs,
+                       (time.perf_counter() - training_started) / (60.0 * options.max_minutes))
+        for group in optimiser.param_groups:
+            group["lr"] = options.lr * (0.02 + 0.98 * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))))
         metrics = _evaluate(model, validation, weights)
         record = {"epoch": epoch, "train_loss": total / max(count, 1), "seconds": time.perf_counter() - epoch_started,
                   **{f"validation_{key}": value for key, value in metrics.items()}}

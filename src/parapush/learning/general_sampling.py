@@ -343,7 +343,7 @@ class GeneralPushSampler:
         sector_weights = np.asarray(config.direction_weights) / np.sum(config.direction_weights)
         sectors = ((0.0, 0.5 * math.pi), (0.5 * math.pi, 1.5 * math.pi), (1.5 * math.pi, 2.0 * math.pi))
         low_duration, high_duration = self.ranges.duration_range
-        candidates = []
+        fallback = None  # the first action clear of obstacles, used when none is of the wanted kind
         for _ in range(20):
             sector = rng.choice(3, size=ACTION_CANDIDATES, p=sector_weights)
             offsets = rng.uniform(np.array([sectors[s][0] for s in sector]), np.array([sectors[s][1] for s in sector]))
@@ -358,13 +358,12 @@ class GeneralPushSampler:
             if matching.size:
                 row = int(matching[0])
                 return SampledPush(state.copy(), controls[row], float(durations[row]), bool(contact[row]))
-            candidates.extend(np.flatnonzero(valid).tolist())
-            if candidates:
-                fallback = (controls, durations, contact, int(candidates[0]))
-        if not candidates:
+            if fallback is None and np.any(valid):
+                row = int(np.flatnonzero(valid)[0])
+                fallback = SampledPush(state.copy(), controls[row], float(durations[row]), bool(contact[row]))
+        if fallback is None:
             return SampledPush(state.copy(), np.zeros(2), float(config.nominal_duration), False)
-        controls, durations, contact, row = fallback
-        return SampledPush(state.copy(), controls[row], float(durations[row]), bool(contact[row]))
+        return fallback
 
     def _contacts(self, scene: Scene, descriptors: BodyDescriptors, pusher: np.ndarray, poses: np.ndarray,
                   travel: np.ndarray) -> np.ndarray:

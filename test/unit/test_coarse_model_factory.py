@@ -64,12 +64,25 @@ def test_auto_uses_the_learned_model_where_it_serves_the_scene() -> None:
     assert choice.describe() == "learned"
 
 
-def test_auto_falls_back_to_the_analytical_model_and_says_why() -> None:
+def test_auto_takes_the_general_model_where_the_cylinder_network_refuses_and_says_why() -> None:
     choice = build_coarse_model(BOXES, ModelConfig(coarse_model="auto"), resolve_overlaps=True)
+    assert (type(choice.model).__name__, choice.name, choice.requested) == (
+        "GeneralLearnedCoarseModel", "general", "auto")
+    assert choice.note.startswith("learned coarse model unavailable: ") and "box" in choice.note
+    assert "general" not in choice.note
+    assert choice.describe() == f"general ({choice.note})"
+
+
+def test_auto_falls_back_to_the_analytical_model_and_names_every_refusal() -> None:
+    heavy = dataclasses.replace(BOXES, objects=tuple(dataclasses.replace(spec, mass=25.0) for spec in BOXES.objects))
+    choice = build_coarse_model(heavy, ModelConfig(coarse_model="auto"), resolve_overlaps=True)
     assert isinstance(choice.model, AnalyticalCoarseModel)
     assert (choice.name, choice.requested) == ("analytical", "auto")
-    assert choice.note.startswith("learned coarse model unavailable: ") and "box" in choice.note
-    assert choice.describe() == f"analytical ({choice.note})"
+    learned, general = choice.note.split("; ")
+    assert learned.startswith("learned coarse model unavailable: ")
+    assert general.startswith("general coarse model unavailable: ") and "mass" in general
+    with pytest.raises(CoarseModelUnavailableError, match=r"coarse_model: 'general' is unavailable here: general: .*mass"):
+        build_coarse_model(heavy, ModelConfig(coarse_model="general"), resolve_overlaps=True)
 
 
 def test_an_explicit_learned_model_that_cannot_serve_the_scene_is_refused_naming_the_field() -> None:
@@ -84,14 +97,15 @@ def test_the_choice_carries_the_config_into_the_model() -> None:
     choice = build_coarse_model(CYLINDERS, config, resolve_overlaps=False)
     assert (choice.model.rotation, choice.model.projector) == ("isrr", None)
     models, unavailable = build_coarse_models(BOXES, config, resolve_overlaps=False)
-    assert sorted(models) == ["analytical"] and "box" in unavailable["learned"]
+    assert sorted(models) == ["analytical", "general"] and list(unavailable) == ["learned"]
+    assert "box" in unavailable["learned"]
 
 
 def test_the_built_planner_names_its_coarse_model() -> None:
     sources = PlannerSources.load()
     box_sources = sources.with_overrides({"model": {"coarse_model": "auto"}})
     with build_planner(BOXES, box_sources) as built:
-        assert built.coarse_model_name == "analytical" and "box" in built.coarse_model_note
+        assert built.coarse_model_name == "general" and "box" in built.coarse_model_note
     single = sources.with_overrides({"preset": "isrr2019"})
     with build_planner(CYLINDERS, single) as built:
         assert (built.coarse_model_name, built.coarse_model_note, built.coarse) == ("none", "", None)

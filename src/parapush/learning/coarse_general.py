@@ -30,7 +30,6 @@ differing field (see :mod:`parapush.learning.coarse_learned` for why it is a war
 
 from __future__ import annotations
 
-import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -38,10 +37,9 @@ import numpy as np
 
 from parapush.learning.body_descriptors import BodyDescriptors
 from parapush.learning.coarse_learned import (
-    DURATION_TOLERANCE,
-    SPEED_TOLERANCE,
-    FineSettingsMismatchWarning,
+    check_trained_controls,
     fine_settings_mismatches,
+    warn_fine_settings_mismatch,
 )
 from parapush.learning.geometry import ModelMismatchError
 from parapush.learning.graph_encoding import GraphEncoder, GraphEncodingSpec
@@ -125,15 +123,8 @@ class GeneralLearnedCoarseModel:
         self.obstacle_poses = np.array([obstacle.pose for obstacle in scene.obstacles], dtype=float).reshape(-1, 3)
         self.scalars = np.array([scene.pusher.radius, scene.pusher.friction, scene.object_friction])
         self.projector = FeasibilityProjector(scene) if resolve_overlaps else None
-        if mismatches:
-            warnings.warn(
-                f"{path}: the general learned coarse model was trained against another fine model: "
-                f"{'; '.join(mismatches)}. Its predictions approximate the trained fine model, not this one "
-                "(Parareal needs more iterations); retrain it for these settings "
-                "(src/parapush/data/learned_general_coarse_model.md) or use the trained ones",
-                FineSettingsMismatchWarning,
-                stacklevel=2,
-            )
+        warn_fine_settings_mismatch(path, mismatches, "general learned coarse model",
+                                    "src/parapush/data/learned_general_coarse_model.md")
 
     def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
         """Predict the states after holding each control for its duration.
@@ -149,7 +140,7 @@ class GeneralLearnedCoarseModel:
             trained ranges, or a wrong shape.
         """
         states, controls, durations = check_batch(self.layout, states, controls, durations)
-        self._check_ranges(controls, durations)
+        check_trained_controls(controls, durations, self.max_speed, self.duration_range, "general learned model")
         layout = self.layout
         result = np.full_like(states, np.nan)
         finite = np.all(np.isfinite(states), axis=1)
@@ -176,17 +167,3 @@ class GeneralLearnedCoarseModel:
             next_states[graphs.gated] = self.projector.project(next_states[graphs.gated])
         result[finite] = next_states
         return result
-
-    def _check_ranges(self, controls: np.ndarray, durations: np.ndarray) -> None:
-        speeds = np.linalg.norm(controls, axis=1)
-        too_fast = np.flatnonzero(speeds > self.max_speed * (1.0 + SPEED_TOLERANCE))
-        if too_fast.size:
-            row = int(too_fast[0])
-            raise ValueError(f"controls[{row}]: speed {speeds[row]:.4f} m/s exceeds the general learned model's "
-                             f"trained maximum {self.max_speed} m/s")
-        low, high = self.duration_range
-        outside = np.flatnonzero((durations < low - DURATION_TOLERANCE) | (durations > high + DURATION_TOLERANCE))
-        if outside.size:
-            row = int(outside[0])
-            raise ValueError(f"durations[{row}]: {durations[row]} s lies outside the general learned model's trained "
-                             f"range [{low}, {high}] s")

@@ -104,6 +104,39 @@ def fine_settings_mismatches(trained: Any, settings: FineSettings) -> list[str]:
     return mismatches
 
 
+def check_trained_controls(controls: np.ndarray, durations: np.ndarray, max_speed: float,
+                           duration_range: tuple[float, float], model: str) -> None:
+    """Refuse controls (M, 2) m/s faster than ``max_speed`` and durations (M,) s outside
+    ``duration_range`` (the trained ranges of the learned coarse model called ``model``), naming
+    the argument and the first such row (ValueError): a learned model does not extrapolate."""
+    speeds = np.linalg.norm(controls, axis=1)
+    too_fast = np.flatnonzero(speeds > max_speed * (1.0 + SPEED_TOLERANCE))
+    if too_fast.size:
+        row = int(too_fast[0])
+        raise ValueError(f"controls[{row}]: speed {speeds[row]:.4f} m/s exceeds the {model}'s trained maximum "
+                         f"{max_speed} m/s")
+    low, high = duration_range
+    outside = np.flatnonzero((durations < low - DURATION_TOLERANCE) | (durations > high + DURATION_TOLERANCE))
+    if outside.size:
+        row = int(outside[0])
+        raise ValueError(f"durations[{row}]: {durations[row]} s lies outside the {model}'s trained range "
+                         f"[{low}, {high}] s")
+
+
+def warn_fine_settings_mismatch(path: Path, mismatches: list[str], model: str, card: str) -> None:
+    """Warn (:class:`FineSettingsMismatchWarning`, at the model's caller) that the ``model`` whose
+    weights are ``path`` was trained against another fine model (``mismatches``: the differing
+    fields); ``card``: its model card, which says how to retrain."""
+    if mismatches:
+        warnings.warn(
+            f"{path}: the {model} was trained against another fine model: {'; '.join(mismatches)}. Its predictions "
+            "approximate the trained fine model, not this one (Parareal needs more iterations); retrain it for these "
+            f"settings ({card}) or use the trained ones",
+            FineSettingsMismatchWarning,
+            stacklevel=3,
+        )
+
+
 def shipped_weights_path() -> Path:
     """Path of the weights shipped with the package (``parapush/data/learned_coarse_model.npz``)."""
     return Path(str(resources.files("parapush") / "data" / SHIPPED_WEIGHTS))
@@ -176,14 +209,8 @@ class LearnedCoarseModel:
         self.layout: StateLayout = scene.layout
         self.encoder = PusherFrameEncoder(encoding, geometry)
         self.projector = FeasibilityProjector(scene) if resolve_overlaps else None
-        if mismatches:
-            warnings.warn(
-                f"{path}: the learned coarse model was trained against another fine model: {'; '.join(mismatches)}. "
-                "Its predictions approximate the trained fine model, not this one (Parareal needs more iterations); "
-                "retrain it for these settings (src/parapush/data/learned_coarse_model.md) or use the trained ones",
-                FineSettingsMismatchWarning,
-                stacklevel=2,
-            )
+        warn_fine_settings_mismatch(path, mismatches, "learned coarse model",
+                                    "src/parapush/data/learned_coarse_model.md")
 
     def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
         """Predict the states after holding each control for its duration.
@@ -199,7 +226,7 @@ class LearnedCoarseModel:
             trained ranges, or a wrong shape.
         """
         states, controls, durations = check_batch(self.layout, states, controls, durations)
-        self._check_ranges(controls, durations)
+        check_trained_controls(controls, durations, self.max_speed, self.duration_range, "learned model")
         layout = self.layout
         result = np.full_like(states, np.nan)
         finite = np.all(np.isfinite(states), axis=1)
@@ -224,20 +251,3 @@ class LearnedCoarseModel:
             next_states[gated] = self.projector.project(next_states[gated])
         result[finite] = next_states
         return result
-
-    def _check_ranges(self, controls: np.ndarray, durations: np.ndarray) -> None:
-        speeds = np.linalg.norm(controls, axis=1)
-        too_fast = np.flatnonzero(speeds > self.max_speed * (1.0 + SPEED_TOLERANCE))
-        if too_fast.size:
-            row = int(too_fast[0])
-            raise ValueError(
-                f"controls[{row}]: speed {speeds[row]:.4f} m/s exceeds the learned model's trained maximum "
-                f"{self.max_speed} m/s"
-            )
-        low, high = self.duration_range
-        outside = np.flatnonzero((durations < low - DURATION_TOLERANCE) | (durations > high + DURATION_TOLERANCE))
-        if outside.size:
-            row = int(outside[0])
-            raise ValueError(
-                f"durations[{row}]: {durations[row]} s lies outside the learned model's trained range [{low}, {high}] s"
-            )

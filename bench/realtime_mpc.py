@@ -67,7 +67,8 @@ the machine is shared.
     python bench/realtime_mpc.py --families all --planners realtime isrr2019-fine --output realtime_mpc_families
 
 ``--reference`` stores the figures the README quotes (:func:`readme_figures`) in
-``bench/reference/realtime_mpc[_quick].json`` (``bench/reference.py``); it needs the default
+``bench/reference/realtime_mpc[_quick].json`` (``bench/reference.py``), and with ``--families all``
+in ``realtime_mpc_families[_<planners>].json`` (:func:`reference_variant`); it needs the default
 scenes, planners and seeds.
 """
 
@@ -424,6 +425,17 @@ def readme_figures(rows: list[dict], runs: list[dict], minutes: float, load_afte
     return figures
 
 
+def reference_variant(args: argparse.Namespace) -> str:
+    """The reference file's variant: ``""`` for the default scenes; ``families`` for ``--families
+    all``, followed by the planners' names when ``--planners`` chose some
+    (``families_realtime``: bench/reference/realtime_mpc_families_realtime.json)."""
+    if not args.families:
+        return ""
+    if args.planners == list(PLANNERS):
+        return "families"
+    return "_".join(["families", *(planner.replace("-", "_") for planner in args.planners)])
+
+
 def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
@@ -442,10 +454,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", help="results name (default realtime_mpc[_quick])")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
-    if args.reference and (args.scenes or args.families or args.output or args.planners != list(PLANNERS)
-                           or args.seeds != list(SEEDS)):
-        parser.error("--reference: run the default scenes, planners and seeds (drop --scenes/--families/--planners/"
-                     "--seeds/--output)")
+    families_reference = bool(args.families) and "all" in args.families and not args.quick
+    if args.reference and (args.scenes or args.output or args.seeds != list(SEEDS)
+                           or (args.families and not families_reference)
+                           or (not args.families and args.planners != list(PLANNERS))):
+        parser.error("--reference: run the default scenes, planners and seeds, or '--families all' with its seeds "
+                     "(drop --scenes/--seeds/--output; with --families, --planners may choose)")
     if args.scenes and args.families:
         parser.error("--scenes, --families: choose one (--scenes takes a family's new_<family>_<k> too)")
     load_before = bench_reference.load_average()
@@ -524,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     minutes = payload["benchmark_wall_time"] / 60.0
     bench_reference.write_figures(
         "realtime_mpc", readme_figures(rows, runs, minutes, bench_reference.load_average()),
-        reference=args.reference, load_before=load_before, quick=args.quick,
+        reference=args.reference, load_before=load_before, quick=args.quick, variant=reference_variant(args),
     )
     return 0
 

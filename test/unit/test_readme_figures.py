@@ -59,6 +59,40 @@ class Figure:
 
 FIGURES = (
     Figure(
+        "Measured on the benchmark's families, drawn with the new seed 2611 (4 scenes each, seeds 0-2, "
+        "`python bench/realtime_mpc.py --families all --planners realtime --reference`, {} min, load {}-{}; "
+        "`bench/reference/realtime_mpc_families_realtime.json`): `realtime` succeeded {}/{} box clutter, "
+        "{}/{} box obstacle, {}/{} 8-object, {}/{} 16-object and {}/{} heavy runs, re-planning in p50/p95 "
+        "{}/{}, {}/{}, {}/{}, {}/{} and {}/{} s.",
+        "realtime_mpc_families_realtime",
+        (
+            "benchmark_minutes",
+            "load_min",
+            "load_max",
+            "realtime_box_clutter_successes",
+            "realtime_box_clutter_runs",
+            "realtime_box_obstacle_successes",
+            "realtime_box_obstacle_runs",
+            "realtime_crowded_8_successes",
+            "realtime_crowded_8_runs",
+            "realtime_crowded_16_successes",
+            "realtime_crowded_16_runs",
+            "realtime_heavy_successes",
+            "realtime_heavy_runs",
+            "realtime_box_clutter_replan_p50_s",
+            "realtime_box_clutter_replan_p95_s",
+            "realtime_box_obstacle_replan_p50_s",
+            "realtime_box_obstacle_replan_p95_s",
+            "realtime_crowded_8_replan_p50_s",
+            "realtime_crowded_8_replan_p95_s",
+            "realtime_crowded_16_replan_p50_s",
+            "realtime_crowded_16_replan_p95_s",
+            "realtime_heavy_replan_p50_s",
+            "realtime_heavy_replan_p95_s",
+        ),
+        (".1f", ".1f", ".1f", *(".0f",) * 10, *(".2f",) * 10),
+    ),
+    Figure(
         "ran {}x (N = 4) and {}x (N = 8) faster than serial fine, {} % and {} % of the cost model's ideal bound",
         "parareal_speedup",
         ("k1_speedup_n4", "k1_speedup_n8", "k1_percent_of_ideal_bound_n4", "k1_percent_of_ideal_bound_n8"),

@@ -96,8 +96,8 @@ def load_coarse(name: str, scene: Scene, *, learned_weights: str | None = None, 
 
     if name not in BUILT_MODELS:
         sys.exit(f"--coarse: expected one of {BUILT_MODELS}, got {name!r}")
-    config = ModelConfig(coarse_model=name, learned_weights=learned_weights, analytical_rotation="isrr",
-                         fine=FineSettings() if fine_settings is None else fine_settings)
+    config = ModelConfig(coarse_model=name, learned_weights=learned_weights, general_weights=learned_weights,
+                         analytical_rotation="isrr", fine=FineSettings() if fine_settings is None else fine_settings)
     try:
         return build_coarse_model(scene, config, resolve_overlaps=resolve_overlaps, ignore_obstacles=False).model
     except (ValueError, OSError) as error:
@@ -172,10 +172,10 @@ def common_arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--coarse",
         default="analytical",
-        choices=("analytical", "learned"),
-        help="coarse model (default: analytical)",
+        choices=("analytical", "learned", "general"),
+        help="coarse model (default: analytical; general: the general learned model)",
     )
-    parser.add_argument("--learned-weights", default=None, help="weights of the learned coarse model")
+    parser.add_argument("--learned-weights", default=None, help="weights of the learned (or general) coarse model")
     parser.add_argument("--fidelity", default="full", choices=("full", "task_informed"),
                         help="fine-model fidelity management (default: full)")
     parser.add_argument("--no-projection", action="store_true", help="disable the feasibility projection")

@@ -7,7 +7,7 @@ For each model, the mean over the 300 trajectories of the final slider translati
 rotation difference from the fine model (MuJoCo) is printed beside the paper's numbers
 and the real-world pushing noise of the push dataset (Yu et al. 2016).
 
-    python bench/parareal_table1.py [--quick] [--shape box|cylinder] [--coarse analytical|learned]
+    python bench/parareal_table1.py [--quick] [--shape box|cylinder] [--coarse analytical|learned|general]
 
 Writes bench/results/parareal_table1[_<shape>_<coarse>].{json,png}.
 """

@@ -81,7 +81,8 @@ def test_auto_falls_back_to_the_analytical_model_and_names_every_refusal() -> No
     learned, general = choice.note.split("; ")
     assert learned.startswith("learned coarse model unavailable: ")
     assert general.startswith("general coarse model unavailable: ") and "mass" in general
-    with pytest.raises(CoarseModelUnavailableError, match=r"coarse_model: 'general' is unavailable here: general: .*mass"):
+    refusal = r"coarse_model: 'general' is unavailable here: general: .*mass"
+    with pytest.raises(CoarseModelUnavailableError, match=refusal):
         build_coarse_model(heavy, ModelConfig(coarse_model="general"), resolve_overlaps=True)
 
 

@@ -17,6 +17,8 @@ from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
 from test_mpc_node import SCENE_DATA, goal, start, wait, write_files
 
+from parapush.planning.presets import PRESETS
+
 GOAL_X = 0.2  # m: far enough for ~8 controls of 0.25 s, so a change lands during the goal
 
 
@@ -109,8 +111,9 @@ def test_refused_values_leave_the_old_ones_with_a_reason_naming_the_parameter(ro
         assert refused.reason.startswith("parameter 'optimizer.exploration_variance': "), refused.reason
         assert "> 0" in refused.reason
         assert get_parameter(parameters, "costs.smoothness.weight") == 1.0
-        assert get_parameter(parameters, "optimizer.exploration_variance") == pytest.approx(1e-4)
-        assert node.tuning.value("optimizer.exploration_variance") == pytest.approx(1e-4)
+        variance = PRESETS["realtime"].optimizer_overrides["exploration_variance"]  # the node's preset's
+        assert get_parameter(parameters, "optimizer.exploration_variance") == pytest.approx(variance)
+        assert node.tuning.value("optimizer.exploration_variance") == pytest.approx(variance)
         # the preset and the model stay read-only
         refused = set_parameter(parameters, "planner", "isrr2019")
         assert not refused.successful and "read-only" in refused.reason.lower()

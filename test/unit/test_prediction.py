@@ -27,6 +27,7 @@ from parapush.prediction import (
     load_model_config,
     model_config_from_mapping,
 )
+from parapush.prediction.coarse_models import BUILT_MODELS
 from parapush.scene import load_scene
 from parapush.settings import SettingsError
 
@@ -176,7 +177,7 @@ def test_the_engine_builds_what_its_config_says() -> None:
             engine.predict(request(sequences=3))
     # auto is resolved by the engine, the same way for every predictor.
     with PredictionEngine(SCENE, ModelConfig(backend="serial")) as engine:
-        assert engine.default_coarse == ("learned" if "learned" in engine.coarse_models else "analytical")
+        assert engine.default_coarse == next(name for name in BUILT_MODELS if name in engine.coarse_models)
 
 
 # -- the planner's adapter -------------------------------------------------------------------------

@@ -33,8 +33,6 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from parapush.physics.planar_geometry import segment_obstacle_clearance
 from parapush.scene import Scene
@@ -163,6 +161,10 @@ def goal_route(scene: Scene, margin: float | None) -> GoalRoute | None:
 @functools.lru_cache(maxsize=16)
 def _route(scene: Scene, margin: float, resolution: float) -> GoalRoute:
     """The grid and Dijkstra of :class:`GoalRoute` (module docstring), cached per scene."""
+    # scipy here, not at module level: every node imports the planning package, few need a route
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import dijkstra
+
     target = scene.objects[scene.target_index]
     angles = np.linspace(0.0, np.pi, 90, endpoint=False)
     directions = np.stack([np.cos(angles), np.sin(angles)], axis=1)

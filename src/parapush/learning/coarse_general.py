@@ -39,6 +39,8 @@ from parapush.learning.body_descriptors import BodyDescriptors
 from parapush.learning.coarse_learned import (
     check_trained_controls,
     fine_settings_mismatches,
+    predict_finite_rows,
+    pushed_states,
     warn_fine_settings_mismatch,
 )
 from parapush.learning.geometry import ModelMismatchError
@@ -127,26 +129,16 @@ class GeneralLearnedCoarseModel:
                                     "src/parapush/data/learned_general_coarse_model.md")
 
     def propagate(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
-        """Predict the states after holding each control for its duration.
-
-        Args:
-            states: (M, D) states in the papers' layout; non-finite rows give NaN rows.
-            controls: (M, 2) pusher velocities, m/s, |u| <= the trained maximum speed.
-            durations: (M,) s, within the trained duration range.
-        Returns:
-            (M, D) predicted states.
-        Raises:
-            ValueError naming the argument and row for a speed or duration outside the
-            trained ranges, or a wrong shape.
-        """
+        """The states (M, D) after holding each control (M, 2) m/s for its duration (M,) s, as
+        :meth:`~parapush.learning.coarse_learned.LearnedCoarseModel.propagate` (NaN rows for
+        non-finite states; ValueError naming the argument and row for a control outside the
+        trained speed or duration, or a wrong shape)."""
         states, controls, durations = check_batch(self.layout, states, controls, durations)
         check_trained_controls(controls, durations, self.max_speed, self.duration_range, "general learned model")
+        return predict_finite_rows(states, controls, durations, self._predict)
+
+    def _predict(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
         layout = self.layout
-        result = np.full_like(states, np.nan)
-        finite = np.all(np.isfinite(states), axis=1)
-        if not np.any(finite):
-            return result
-        states, controls, durations = states[finite], controls[finite], durations[finite]
         count = states.shape[0]
         poses = layout.poses(states)
         twists = layout.twists(states)
@@ -158,12 +150,5 @@ class GeneralLearnedCoarseModel:
         if graphs.node_mask.size:
             outputs = self.network.forward(graphs.nodes, graphs.node_mask, graphs.edges, graphs.edge_mask)
         next_poses, next_twists = self.encoder.decode(graphs, self.descriptors, poses, outputs)
-        next_states = np.empty_like(states)
-        next_states[:, layout.pusher_position] = pusher + controls * durations[:, None]
-        next_states[:, layout.object_poses] = next_poses.reshape(count, -1)
-        next_states[:, layout.pusher_velocity] = controls
-        next_states[:, layout.object_twists] = next_twists.reshape(count, -1)
-        if self.projector is not None and np.any(graphs.gated):
-            next_states[graphs.gated] = self.projector.project(next_states[graphs.gated])
-        result[finite] = next_states
-        return result
+        return pushed_states(layout, pusher, controls, durations, next_poses, next_twists, graphs.gated,
+                             self.projector)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import fields
 from importlib import resources
 from pathlib import Path
@@ -102,6 +103,34 @@ def fine_settings_mismatches(trained: Any, settings: FineSettings) -> list[str]:
         if not same:
             mismatches.append(f"fine_settings.{name}: {value!r} (trained: {recorded!r})")
     return mismatches
+
+
+def predict_finite_rows(states: np.ndarray, controls: np.ndarray, durations: np.ndarray,
+                        predict: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """``predict`` (states (m, D), controls (m, 2), durations (m,) -> (m, D)) on the rows of
+    ``states`` (M, D) that are finite; NaN rows for the others."""
+    result = np.full_like(states, np.nan)
+    finite = np.all(np.isfinite(states), axis=1)
+    if np.any(finite):
+        result[finite] = predict(states[finite], controls[finite], durations[finite])
+    return result
+
+
+def pushed_states(layout: StateLayout, pusher: np.ndarray, controls: np.ndarray, durations: np.ndarray,
+                  next_poses: np.ndarray, next_twists: np.ndarray, gated: np.ndarray,
+                  projector: FeasibilityProjector | None) -> np.ndarray:
+    """(M, D) states after M pushes: the pusher (M, 2) moved kinematically (position + u T,
+    velocity u), the objects at ``next_poses`` / ``next_twists`` (M, n, 3); the ``gated`` (M,)
+    rows (the ones a network predicted) projected out of overlap when ``projector`` is given."""
+    count = pusher.shape[0]
+    next_states = np.empty((count, layout.dimension))
+    next_states[:, layout.pusher_position] = pusher + controls * durations[:, None]
+    next_states[:, layout.object_poses] = next_poses.reshape(count, -1)
+    next_states[:, layout.pusher_velocity] = controls
+    next_states[:, layout.object_twists] = next_twists.reshape(count, -1)
+    if projector is not None and np.any(gated):
+        next_states[gated] = projector.project(next_states[gated])
+    return next_states
 
 
 def check_trained_controls(controls: np.ndarray, durations: np.ndarray, max_speed: float,
@@ -227,12 +256,10 @@ class LearnedCoarseModel:
         """
         states, controls, durations = check_batch(self.layout, states, controls, durations)
         check_trained_controls(controls, durations, self.max_speed, self.duration_range, "learned model")
+        return predict_finite_rows(states, controls, durations, self._predict)
+
+    def _predict(self, states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
         layout = self.layout
-        result = np.full_like(states, np.nan)
-        finite = np.all(np.isfinite(states), axis=1)
-        if not np.any(finite):
-            return result
-        states, controls, durations = states[finite], controls[finite], durations[finite]
         poses = layout.poses(states)
         count, sliders = poses.shape[0], poses.shape[1]
         pusher = states[:, layout.pusher_position]
@@ -242,12 +269,4 @@ class LearnedCoarseModel:
         if np.any(gated):
             outputs[gated] = self.network.forward(encoded.features[gated])
         next_poses, next_twists = self.encoder.decode(encoded, outputs, poses)
-        next_states = np.empty_like(states)
-        next_states[:, layout.pusher_position] = pusher + controls * durations[:, None]
-        next_states[:, layout.object_poses] = next_poses.reshape(count, -1)
-        next_states[:, layout.pusher_velocity] = controls
-        next_states[:, layout.object_twists] = next_twists.reshape(count, -1)
-        if self.projector is not None and np.any(gated):
-            next_states[gated] = self.projector.project(next_states[gated])
-        result[finite] = next_states
-        return result
+        return pushed_states(layout, pusher, controls, durations, next_poses, next_twists, gated, self.projector)

@@ -59,6 +59,34 @@ class Figure:
 
 FIGURES = (
     Figure(
+        "The `isrr2019` planner with the fine model on the same scenes and seeds (`python "
+        "bench/realtime_mpc.py --families all --planners isrr2019-fine --reference`, {} min, load {}-{}; "
+        "`bench/reference/realtime_mpc_families_isrr2019_fine.json`) succeeded {}/{}, {}/{}, {}/{}, {}/{} and "
+        "{}/{}, re-planning in p50 {}, {}, {}, {} and {} s.",
+        "realtime_mpc_families_isrr2019_fine",
+        (
+            "benchmark_minutes",
+            "load_min",
+            "load_max",
+            "isrr2019_fine_box_clutter_successes",
+            "isrr2019_fine_box_clutter_runs",
+            "isrr2019_fine_box_obstacle_successes",
+            "isrr2019_fine_box_obstacle_runs",
+            "isrr2019_fine_crowded_8_successes",
+            "isrr2019_fine_crowded_8_runs",
+            "isrr2019_fine_crowded_16_successes",
+            "isrr2019_fine_crowded_16_runs",
+            "isrr2019_fine_heavy_successes",
+            "isrr2019_fine_heavy_runs",
+            "isrr2019_fine_box_clutter_replan_p50_s",
+            "isrr2019_fine_box_obstacle_replan_p50_s",
+            "isrr2019_fine_crowded_8_replan_p50_s",
+            "isrr2019_fine_crowded_16_replan_p50_s",
+            "isrr2019_fine_heavy_replan_p50_s",
+        ),
+        (".1f", ".1f", ".1f", *(".0f",) * 10, *(".1f",) * 5),
+    ),
+    Figure(
         "Measured on the benchmark's families, drawn with the new seed 2611 (4 scenes each, seeds 0-2, "
         "`python bench/realtime_mpc.py --families all --planners realtime --reference`, {} min, load {}-{}; "
         "`bench/reference/realtime_mpc_families_realtime.json`): `realtime` succeeded {}/{} box clutter, "

@@ -41,19 +41,17 @@ from parapush.learning.coarse_learned import shipped_weights_path
 from parapush.learning.dataset import DatasetConfig, generate_dataset, load_dataset
 from parapush.learning.evaluation import evaluate_one_step
 from parapush.physics.fine_settings import FineSettings
-from parapush.prediction import ModelConfig
-from parapush.prediction.coarse_models import build_coarse_model
 from parapush.scene import Scene
-from parareal_common import format_table, write_results
+from parareal_common import format_table, load_coarse, write_results
 
 
-def coarse_model(name: str, weights: Path, fine_settings: FineSettings, scene: Scene, *,
+def coarse_model(name: str, weights: Path | None, fine_settings: FineSettings, scene: Scene, *,
                  resolve_overlaps: bool = True) -> Any:
-    """The coarse model ``name`` for ``scene`` from the project's one factory: ``learned`` with
-    ``weights`` checked against ``fine_settings``, ``analytical`` with the ISRR paper's rotation."""
-    config = ModelConfig(coarse_model=name, learned_weights=str(weights), fine=fine_settings,
-                         analytical_rotation="isrr")
-    return build_coarse_model(scene, config, resolve_overlaps=resolve_overlaps, ignore_obstacles=False).model
+    """The coarse model ``name`` for ``scene`` from the project's one factory
+    (:func:`parareal_common.load_coarse`): ``learned`` or ``general`` with ``weights`` (None: the
+    shipped ones) checked against ``fine_settings``, ``analytical`` with the ISRR paper's rotation."""
+    return load_coarse(name, scene, learned_weights=None if weights is None else str(weights),
+                       fine_settings=fine_settings, resolve_overlaps=resolve_overlaps)
 
 
 def _general_problems(dataset):
@@ -77,19 +75,6 @@ def _papers_problems(dataset):
             yield training_scene(dataset.geometry, slider_count), states, controls, durations, following
 
 
-def general_coarse_model(weights: Path | None, fine_settings: FineSettings, scene: Scene) -> Any:
-    """The general learned model for ``scene`` from the project's one factory (its choice ``general``)."""
-    from parapush.prediction.config import COARSE_MODELS
-
-    if "general" not in COARSE_MODELS:
-        raise SystemExit("--general: the coarse-model factory (parapush.prediction.coarse_models) offers no "
-                         f"'general' choice yet (it offers {COARSE_MODELS}); the general learned model is built "
-                         "only there")
-    config = ModelConfig(coarse_model="general", fine=fine_settings, analytical_rotation="isrr",
-                         **({} if weights is None else {"general_weights": str(weights)}))
-    return build_coarse_model(scene, config, resolve_overlaps=True, ignore_obstacles=False).model
-
-
 def general_main(args: argparse.Namespace, general=None) -> int:
     """The per-family table. ``general``: a factory scene -> general model (default: the
     project's coarse-model factory's ``general`` choice, with ``--general-weights``)."""
@@ -100,7 +85,7 @@ def general_main(args: argparse.Namespace, general=None) -> int:
     general_weights = args.general_weights or shipped_general_weights_path()
     dataset = load_general_dataset(args.general_data)
     fine_settings = FineSettings(**dataset.metadata["fine_settings"])
-    general = general or partial(general_coarse_model, args.general_weights, fine_settings)
+    general = general or partial(coarse_model, "general", args.general_weights, fine_settings)
     analytical = partial(coarse_model, "analytical", shipped_weights_path(), fine_settings)
     models = {"general learned": general, "analytical": analytical}
     errors = {name: object_errors(factory, _general_problems(dataset)) for name, factory in models.items()}

@@ -110,22 +110,24 @@ class GoalRoute:
     def distance(self, points: np.ndarray) -> np.ndarray:
         """(...,) route distance, m, of target centres ``points`` (..., 2) m to the goal centre."""
         points = np.asarray(points, dtype=float)
-        straight = np.linalg.norm(points - self.goal, axis=-1)
-        return np.where(self.sees_goal(points), straight, np.maximum(self._interpolated(points), straight))
+        distance = np.array(np.linalg.norm(points - self.goal, axis=-1))  # an array also for one point
+        hidden = ~self.sees_goal(points)  # the grid is read only behind the obstacles
+        distance[hidden] = np.maximum(self._interpolated(points[hidden]), distance[hidden])
+        return distance
 
     def direction(self, points: np.ndarray) -> np.ndarray:
         """(..., 2) unit vectors along which the route leaves each of ``points`` (..., 2) m: towards
         the goal centre where it is in sight, else down the route distance's steepest slope; zero
         at the goal centre."""
         points = np.asarray(points, dtype=float)
-        towards = self.goal - points
-        # the steepest descent among DIRECTION_SAMPLES directions (not the central-difference
-        # gradient: straight behind an obstacle the route distance has a ridge, whose gradient
-        # points into the obstacle; the first of two equal sides is taken)
+        direction = self.goal - points
+        hidden = ~self.sees_goal(points)
+        # behind the obstacles: the steepest descent among DIRECTION_SAMPLES directions (not the
+        # central-difference gradient: straight behind an obstacle the route distance has a ridge,
+        # whose gradient points into the obstacle; the first of two equal sides is taken)
         around = DIRECTION_REACH * self.resolution * _UNIT_DIRECTIONS  # (K, 2)
-        values = self._interpolated(points[..., None, :] + around)  # (..., K)
-        downhill = _UNIT_DIRECTIONS[np.argmin(np.where(np.isnan(values), np.inf, values), axis=-1)]
-        direction = np.where(self.sees_goal(points)[..., None], towards, downhill)
+        values = self._interpolated(points[hidden][:, None, :] + around)  # (hidden, K)
+        direction[hidden] = _UNIT_DIRECTIONS[np.argmin(np.where(np.isnan(values), np.inf, values), axis=-1)]
         length = np.linalg.norm(direction, axis=-1, keepdims=True)
         return np.where(length > 1e-12, direction / np.maximum(length, 1e-12), 0.0)
 

@@ -44,8 +44,6 @@ BUILT_MODELS = tuple(name for name in COARSE_MODELS if name != "auto")
 """The coarse models the factory builds, in the order ``auto`` tries them (most accurate first;
 the analytical model serves every scene)."""
 
-AUTO_ORDER = BUILT_MODELS
-
 
 class CoarseModelUnavailableError(ValueError):
     """The coarse model asked for cannot predict the scene (the message names ``coarse_model``
@@ -90,9 +88,9 @@ class CoarseModelChoice:
     def note(self) -> str:
         """Why ``auto`` did not build a model it prefers to the built one (each one's refusal),
         or ``""`` when the model asked for (or ``auto``'s first) was built."""
-        if self.requested != "auto" or self.name not in AUTO_ORDER:
+        if self.requested != "auto" or self.name not in BUILT_MODELS:
             return ""
-        skipped = AUTO_ORDER[:AUTO_ORDER.index(self.name)]
+        skipped = BUILT_MODELS[:BUILT_MODELS.index(self.name)]
         return "; ".join(f"{name} coarse model unavailable: {self.unavailable.get(name, 'unknown')}"
                          for name in skipped)
 
@@ -130,7 +128,7 @@ def build_coarse_model(
     requested = config.coarse_model if choice is None else choice
     if requested not in COARSE_MODELS:
         raise ValueError(f"choice: expected one of {COARSE_MODELS}, got {requested!r}")
-    names = AUTO_ORDER if requested == "auto" else (requested,)
+    names = BUILT_MODELS if requested == "auto" else (requested,)
     models, unavailable = _build(scene, config, names, resolve_overlaps=resolve_overlaps,
                                  ignore_obstacles=ignore_obstacles)
     for name in names:
@@ -150,13 +148,13 @@ def build_coarse_models(
 def resolve_coarse_name(name: str, available: Mapping[str, object]) -> str | None:
     """The built model ``name`` stands for among ``available`` (``auto`` resolved), None if unavailable."""
     if name == "auto":
-        return next((choice for choice in AUTO_ORDER if choice in available), None)
+        return next((choice for choice in BUILT_MODELS if choice in available), None)
     return name if name in available else None
 
 
 def unavailable_message(name: str, unavailable: Mapping[str, str]) -> str:
     """Why coarse model ``name`` cannot be used (the message names ``coarse_model``)."""
-    names = AUTO_ORDER if name == "auto" else (name,)
+    names = BUILT_MODELS if name == "auto" else (name,)
     reasons = "; ".join(f"{choice}: {unavailable.get(choice, 'unknown')}" for choice in names if choice in unavailable)
     return f"coarse_model: {name!r} is unavailable here: {reasons or 'unknown'}"
 

@@ -107,7 +107,7 @@ class ObstacleProximity:
         return cls(
             layout=scene.layout,
             target_index=scene.target_index,
-            target_radius=scene.objects[scene.target_index].bounding_radius,
+            target_radius=target.bounding_radius,
             target_outline=None if target.shape == "cylinder" else target.outline,
             pusher_radius=scene.pusher.radius,
             obstacles=scene.obstacles,

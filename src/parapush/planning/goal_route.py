@@ -151,13 +151,8 @@ class GoalRoute:
 
 def goal_route(scene: Scene, margin: float | None) -> GoalRoute | None:
     """:meth:`GoalRoute.for_scene` for a cost term's ``route_margin`` (None: no route, the
-    straight line), its errors naming ``route_margin``."""
-    if margin is None:
-        return None
-    try:
-        return GoalRoute.for_scene(scene, margin)
-    except ValueError as error:
-        raise ValueError(f"route_{error}") from None
+    straight line); the terms check the margin first, naming ``<term>.route_margin``."""
+    return None if margin is None else GoalRoute.for_scene(scene, margin)
 
 
 @functools.lru_cache(maxsize=16)

@@ -150,9 +150,9 @@ class GoalModels:
     def coarse(self, preset: PlannerPreset) -> CoarseModelChoice | None:
         """The multi-fidelity planner's coarse model (None for a single-fidelity preset):
         :func:`coarse_model_for` (``model.coarse_model`` with its weights and fine settings;
-        ``auto``: the learned model wherever its trained geometry fits, obstacle scenes included,
-        where the planner ignores obstacles for prediction: the analytical model failed them all
-        in the preset's tuning), built once per overlap handling."""
+        ``auto``: the first learned model that serves the scene, the cylinder network in obstacle
+        scenes too, ignoring the obstacles for prediction: the analytical model failed them all in
+        the preset's tuning), built once per overlap handling."""
         if preset.coarse is None:
             return None
         if preset.coarse_resolves_overlaps not in self._coarse:

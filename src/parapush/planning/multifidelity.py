@@ -79,9 +79,8 @@ __all__ = [
 ]
 
 COARSE_CHOICES = COARSE_MODELS  # the model config's names (parapush.prediction.config)
-"""``auto``: the learned model where it supports the scene (cylinders of its trained size, up
-to its trained object count; obstacles ignored for prediction when ``learned_with_obstacles``),
-otherwise the analytical model."""
+"""``auto``: the first of the cylinder network, the general learned model and the analytical
+model that serves the scene (:mod:`parapush.prediction.coarse_models`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -183,14 +183,14 @@ def _robust_with(settings: RobustSettings, changes: Mapping[str, Any]) -> Robust
 def coarse_model_for(scene: Scene, preset: PlannerPreset, model: Any) -> CoarseModelChoice | None:
     """The multi-fidelity planner's coarse propagator for ``scene`` (None for a single-fidelity
     preset), from the one factory (:func:`parapush.prediction.coarse_models.build_coarse_model`):
-    ``model.coarse_model`` of the model config (``auto``: the learned model wherever it serves the
-    scene, obstacles ignored for prediction; else the analytical one, the choice saying why), with
-    the config's learned weights, fine settings and analytical rotation, projecting overlaps as the
-    preset says.
+    ``model.coarse_model`` of the model config (``auto``: the first of the cylinder network, the
+    general learned model and the analytical model that serves the scene, the cylinder network
+    ignoring obstacles for prediction; the choice says why a preferred one refused), with the
+    config's weights, fine settings and analytical rotation, projecting overlaps as the preset says.
 
     Raises:
         CoarseModelUnavailableError (a ValueError naming ``coarse_model``) when the config names
-        the learned model and it cannot serve the scene.
+        a learned model (``learned`` or ``general``) that cannot serve the scene.
     """
     if preset.coarse is None:
         return None

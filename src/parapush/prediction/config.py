@@ -62,8 +62,8 @@ class ModelConfig:
     Attributes:
         name: the model a request gets when it names none: ``"parareal"`` (coarse corrected by
             fine), ``"coarse"`` (Parareal iteration 0) or ``"fine"`` (MuJoCo serially in time).
-        coarse_model: ``"auto"`` (learned where it supports the scene, else analytical),
-            ``"analytical"`` or ``"learned"``.
+        coarse_model: ``"auto"`` (the first of learned, general and analytical that serves the
+            scene), ``"learned"``, ``"general"`` or ``"analytical"`` (:data:`COARSE_MODELS`).
         learned_weights: path of the learned model's weights (.npz); None: the shipped ones.
         general_weights: path of the general learned model's weights (.npz); None: the shipped ones.
         iterations: Parareal K >= 0 (capped at each request's N); None: stop by a tolerance or
@@ -99,7 +99,8 @@ class ModelConfig:
     """
 
     name: str = setting("parareal", "predictive model when a request names none", choices=MODELS)
-    coarse_model: str = setting("auto", "coarse model (auto: learned where it supports the scene)",
+    coarse_model: str = setting("auto", "coarse model (auto: the first of learned, general, analytical that serves "
+                                "the scene)",
                                 choices=COARSE_MODELS)
     learned_weights: str | None = setting(None, "learned coarse model weights (.npz)", kind=str,
                                           none="the shipped weights", ros_none="")

@@ -60,6 +60,12 @@ class ObjectModelVariants:
         # radius (FineSettings.support 'torsion'): it follows the identified support friction
         torsional = model.pair_dim[self._support_pairs] == 4
         self._torsion_pairs = np.asarray(self._support_pairs)[torsional]
+        # a torsion support's one contact lies under the centre of mass (where a rigid object's
+        # pressure centre is), so it moves with it: without that an offset centre of mass would
+        # not turn the object at all (FineSettings.support 'torsion')
+        self._torsion_geoms = [model.geom(geom).id
+                               for geom in object_geom_names(object_index, spec, "support", fine_model.settings)
+                               if fine_model.settings.support == "torsion"]
         pairs = self._torsion_pairs
         self._torsion_radius = model.pair_friction[pairs, 2] / model.pair_friction[pairs, 0]
         self._pusher_pairs = [self._pair(model, "pusher_collider", geom)
@@ -90,7 +96,8 @@ class ObjectModelVariants:
         """Write ``parameters`` for the object into ``model`` (the fine model's or a copy), in place.
 
         Without patches: the inertia scales with the mass (same shape, same density
-        distribution about the centre of mass); the centre of mass keeps its height. With
+        distribution about the centre of mass); the centre of mass keeps its height, and a torsion
+        support's contact moves under it (``FineSettings.support``). With
         patches (which must :meth:`match` the model's): the frictions of the footprint's and
         each patch's table contact and the pusher's; mass and inertia are the geoms'.
 
@@ -110,6 +117,7 @@ class ObjectModelVariants:
             model.body_mass[body] = parameters.mass
             model.body_inertia[body] = self._inertia_per_kg * parameters.mass
             model.body_ipos[body] = (*parameters.com_offset, self._com_height)
+            model.geom_pos[self._torsion_geoms, :2] = parameters.com_offset
         model.pair_friction[self._support_pairs, :2] = parameters.support_friction
         model.pair_friction[self._torsion_pairs, 2] = parameters.support_friction * self._torsion_radius
         model.pair_friction[self._pusher_pairs, :2] = parameters.pusher_friction

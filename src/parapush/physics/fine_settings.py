@@ -76,8 +76,10 @@ class FineSettings:
             ``collider`` (the geometry's own contacts: a cylinder's 3 rim points, a box's 4
             corners, at most 4 corners per mesh part: the largest torque a support resists),
             ``points`` (``support_points`` contacts spread evenly over the outline; with
-            ``object_tilt`` they share the weight evenly) or ``torsion`` (one centre contact whose
-            torsional friction is an even pressure's: an ellipsoidal limit surface).
+            ``object_tilt`` they share the weight evenly) or ``torsion`` (one contact under the centre
+            of mass, where a rigid object's pressure centre lies, whose torsional friction is an
+            even pressure's: an ellipsoidal limit surface; an identified or drawn centre-of-mass
+            offset moves it, :class:`~parapush.identification.model_variants.ObjectModelVariants`).
         support_points: contacts per object with ``support: points``.
         native_ccd: MuJoCo's native convex collision (false: libccd; at a box's or polygon's corner
             its normal is near the true one, the native one snaps to a face's).
@@ -108,8 +110,8 @@ class FineSettings:
     )
     support: str = setting(
         "torsion", "how an object rests on the table: collider (its geometry's own contacts), points "
-        "(support_points contacts spread evenly over its outline), torsion (one centre contact with the "
-        "torsional friction of an even pressure)", choices=SUPPORTS)
+        "(support_points contacts spread evenly over its outline), torsion (one contact under the centre of "
+        "mass with the torsional friction of an even pressure)", choices=SUPPORTS)
     support_points: int = setting(8, "table contacts per object with support: points", minimum=1, maximum=64)
     native_ccd: bool = setting(
         True, "MuJoCo's native convex collision (its nativeccd flag); false: libccd, whose normal at a box's or "

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from parapush.scene import SceneError, SceneSnapshot, StateLayout, load_scene, scene_from_dict, wrap_angle
+from parapush.scene.uncertainty import ParameterSpread
 
 SCENES = Path(__file__).resolve().parents[2] / "config" / "scenes"
 
@@ -34,6 +35,14 @@ def test_defaults_are_the_papers_geometry():
     assert scene.target == "a"
 
 
+def test_an_object_s_uncertainty_is_a_parameter_spread_whose_omitted_fields_take_the_defaults():
+    scene = scene_from_dict(minimal_scene(objects=[{"name": "a", "uncertainty": {"mass": 0.1, "com_offset": 0.005}},
+                                                   {"name": "b", "pose": [0.2, 0.0, 0.0]}]))
+    assert scene.objects[0].uncertainty == ParameterSpread(mass=0.1, com_offset=0.005)
+    assert scene.objects[0].uncertainty.support_friction == ParameterSpread().support_friction
+    assert scene.objects[1].uncertainty is None
+
+
 @pytest.mark.parametrize(
     ("data", "field"),
     [
@@ -51,6 +60,13 @@ def test_defaults_are_the_papers_geometry():
         (minimal_scene(target="b"), "target"),
         (minimal_scene(obstacles=[{"name": "o", "half_extents": [0.1, -1], "shape": "box"}]),
          "obstacles[o].half_extents[1]"),
+        (minimal_scene(objects=[{"name": "a", "uncertainty": {"mass": 1.5}}]), "objects[a].uncertainty.mass"),
+        (minimal_scene(objects=[{"name": "a", "uncertainty": {"density": 0.1}}]),
+         "objects[a].uncertainty: unknown field"),
+        (minimal_scene(objects=[{"name": "a", "uncertainty": 0.3}]), "objects[a].uncertainty: expected a mapping"),
+        (minimal_scene(objects=[{"name": "a", "mass": 1.0, "uncertainty": {"com_offset": 0.01},
+                                 "patches": [{"center": [0, 0], "half_extents": [0.01, 0.01], "mass": 0.2}]}]),
+         "objects[a].uncertainty.com_offset"),
     ],
 )
 def test_bad_scenes_fail_naming_the_field(data, field):

@@ -43,11 +43,11 @@ import numpy as np
 
 from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters
 from parapush.scene.state import wrap_angle
+from parapush.scene.uncertainty import ParameterSpread
 from parapush.settings import check_settings, setting
 
 __all__ = ["BeliefSettings", "ParameterBelief", "ParameterSpread"]
 
-_MASS, _SUPPORT, _PUSHER, _COM_X, _COM_Y = range(len(PARAMETER_NAMES))
 _LOGARITHMIC = np.array([True, True, True, False, False])  # z = log(value) for mass and the frictions
 _FRICTION_FLOOR = 1e-4  # a friction of 0 has no logarithm: the coordinate starts here
 
@@ -62,55 +62,6 @@ def from_coordinates(coordinates: np.ndarray) -> np.ndarray:
     """Inverse of :func:`to_coordinates`."""
     coordinates = np.asarray(coordinates, dtype=float)
     return np.where(_LOGARITHMIC, np.exp(np.minimum(coordinates, 50.0)), coordinates)
-
-
-@dataclass(frozen=True)
-class ParameterSpread:
-    """How far one object's true parameters may lie from the nominal ones (a uniform prior).
-
-    Attributes:
-        mass: relative half-width: the mass lies in nominal x [1 - mass, 1 + mass].
-        support_friction: relative half-width of the object/table friction.
-        pusher_friction: relative half-width of the pusher/object friction.
-        com_offset: m, radius of the disc around the nominal centre of mass.
-    """
-
-    mass: float = setting(0.5, "relative half-width of the object's mass", minimum=0.0, below=1.0)
-    support_friction: float = setting(0.3, "relative half-width of the object/table friction", minimum=0.0,
-                                      below=1.0)
-    pusher_friction: float = setting(0.0, "relative half-width of the pusher/object friction", minimum=0.0,
-                                     below=1.0)
-    com_offset: float = setting(0.02, "radius of the disc around the nominal centre of mass", unit="m",
-                                minimum=0.0)
-
-    def __post_init__(self) -> None:
-        check_settings(self)
-
-    def relative_widths(self) -> np.ndarray:
-        """(3,) the relative half-widths of mass, support and pusher friction."""
-        return np.array([self.mass, self.support_friction, self.pusher_friction])
-
-    def check_nominal(self, nominal: ObjectParameters) -> None:
-        """Raises ValueError naming ``com_offset`` for an object with patches (they place its centre
-        of mass, which cannot then move) when this spread moves it."""
-        if not isinstance(nominal, ObjectParameters):
-            raise TypeError(f"nominal: expected ObjectParameters, got {type(nominal).__name__}")
-        if nominal.patches and self.com_offset > 0.0:
-            raise ValueError("com_offset: the object has patches (they place its centre of mass): use a spread of 0")
-
-    def sample(self, nominal: ObjectParameters, count: int, rng: np.random.Generator) -> np.ndarray:
-        """(count, 5) parameter vectors drawn uniformly within the spread around ``nominal``."""
-        self.check_nominal(nominal)
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise ValueError(f"count: expected an integer >= 1, got {count!r}")
-        vectors = np.tile(nominal.as_vector(), (count, 1))
-        widths = self.relative_widths()
-        vectors[:, :3] *= 1.0 + rng.uniform(-widths, widths, (count, 3))
-        radius = self.com_offset * np.sqrt(rng.uniform(0.0, 1.0, count))
-        angle = rng.uniform(0.0, 2.0 * math.pi, count)
-        vectors[:, _COM_X] += radius * np.cos(angle)
-        vectors[:, _COM_Y] += radius * np.sin(angle)
-        return vectors
 
 
 @dataclass(frozen=True)

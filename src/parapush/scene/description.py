@@ -25,6 +25,8 @@ import numpy as np
 
 from parapush.scene.outline import Outline
 from parapush.scene.state import StateLayout
+from parapush.scene.uncertainty import ParameterSpread
+from parapush.settings import SettingsError, settings_from_mapping
 from parapush.validation import check_non_negative, check_positive, check_real
 from parapush.yaml_file import load_yaml
 
@@ -166,6 +168,10 @@ class ObjectSpec:
             patches' masses included.
         vertices: polygon vertices [[x, y], ...] in the object frame, m (polygons only; the
             pose is the frame's origin, which need not be the centroid).
+        uncertainty: how far its true mass, frictions and centre of mass may lie from these
+            (:class:`~parapush.scene.uncertainty.ParameterSpread`; a mapping is converted, omitted
+            fields take its defaults): where robust planning starts its belief about the object;
+            None: the planner file's ``robust.spread``.
     """
 
     name: str
@@ -178,9 +184,16 @@ class ObjectSpec:
     pose: tuple[float, float, float] = (0.0, 0.0, 0.0)
     patches: tuple[ObjectPatch, ...] = ()
     vertices: tuple[tuple[float, float], ...] = ()
+    uncertainty: ParameterSpread | None = None
 
     def __post_init__(self) -> None:
         where = _check_body(self, "object", "objects")
+        if self.uncertainty is not None and not isinstance(self.uncertainty, ParameterSpread):
+            try:
+                object.__setattr__(self, "uncertainty",
+                                   settings_from_mapping(ParameterSpread, self.uncertainty, f"{where}.uncertainty"))
+            except SettingsError as error:
+                raise SceneError(str(error)) from None
         _check_fields(self, where, check_positive, "height", "mass")
         _check_fields(self, where, check_non_negative, "friction")
         if isinstance(self.patches, (str, bytes, Mapping)) or not isinstance(self.patches, Sequence):
@@ -198,6 +211,9 @@ class ObjectSpec:
         object.__setattr__(self, "patches", tuple(patches))
         if patches and sum(patch.mass for patch in patches) >= self.mass:
             raise SceneError(f"{where}.patches: their masses must sum to less than the object's mass {self.mass} kg")
+        if patches and self.uncertainty is not None and self.uncertainty.com_offset > 0.0:
+            raise SceneError(f"{where}.uncertainty.com_offset: the object has patches (they place its centre of "
+                             "mass): use 0")
 
     @property
     def base_mass(self) -> float:
@@ -407,7 +423,7 @@ _KNOWN_KEYS = {
     "table": {"length", "width", "friction"},
     "pusher": {"radius", "height", "mass", "friction", "position", "max_speed"},
     "object": {"name", "shape", "radius", "half_extents", "height", "mass", "friction", "pose", "patches",
-               "vertices"},
+               "vertices", "uncertainty"},
     "patch": {"center", "half_extents", "mass", "friction"},
     "obstacle": {"name", "shape", "radius", "half_extents", "pose", "vertices"},
     "goal": {"center", "radius"},

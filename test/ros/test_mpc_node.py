@@ -18,6 +18,7 @@ import rclpy
 import yaml
 from parareal_pushing.action import PushObject
 from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
+from parareal_pushing.msg import ObjectParameters as ObjectParametersMsg
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from ros_futures import wait_future
@@ -26,7 +27,9 @@ from parapush.execution.command_stream import CommandStream
 from parapush.execution.commands import PlanarControl
 from parapush.graph import config_dir
 from parapush.nodes.conversions import state_to_msg
+from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_from_msg
 from parapush.nodes.mpc import MpcNode
+from parapush.nodes.prediction_service import PredictionServiceNode
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.prediction import ModelConfig
 from parapush.scene import load_scene
@@ -189,6 +192,37 @@ def test_a_robust_goal_reports_the_target_s_belief(ros_context, spinning, files)
         assert len(result.parameter_estimate) == len(result.parameter_spread) == 5
         assert feedback and all(len(step.parameter_estimate) == 5 for step in feedback)
         assert result.parameter_estimate[0] > 0.0  # a mass, kg
+    finally:
+        node.close()
+
+
+def test_a_robust_goal_through_the_service_gives_it_the_estimate_and_then_the_parameters_back(
+        ros_context, spinning, files):
+    scene_path, _planner = files
+    service = PredictionServiceNode(context=ros_context, parameter_overrides=[
+        Parameter("scene_file", value=str(scene_path)), Parameter("model.name", value="coarse"),
+        Parameter("model.coarse_model", value="analytical")])
+    spinning.add(service)
+    nominal = service.engine.object_parameters("puck")
+    node, plant, client = start(ros_context, spinning, files, prediction_source="service", service_timeout=5.0)
+    seen = []
+    listener = rclpy.create_node("parameters_listener", context=ros_context)
+    listener.create_subscription(ObjectParametersMsg, "object_parameters", seen.append, OBJECT_PARAMETERS_QOS)
+    spinning.add(listener)
+    try:
+        handle = wait(client.send_goal_async(goal(risk_samples=3, risk="mean")))
+        result = wait(handle.get_result_async()).result
+        assert result.success, result.failure_reason
+        deadline = time.monotonic() + 5.0  # published before the result, arriving by another writer
+        while time.monotonic() < deadline and (len(seen) < 2 or parameters_from_msg(seen[-1])[1] != nominal
+                                               or service.applied_parameters < len(seen)):
+            time.sleep(0.05)
+        assert len(seen) >= 2 and service.applied_parameters == len(seen)  # estimates, then the old ones
+        estimates = [parameters_from_msg(message)[1] for message in seen[:-1]]
+        assert all(message.object == "puck" for message in seen)
+        np.testing.assert_allclose(estimates[-1].as_vector(), result.parameter_estimate, rtol=1e-9)
+        assert parameters_from_msg(seen[-1])[1] == nominal
+        assert service.engine.object_parameters("puck") == nominal
     finally:
         node.close()
 

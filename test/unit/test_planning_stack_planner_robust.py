@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from parapush.identification import ObjectModelVariants
+from parapush.identification.parameters import ObjectParameters
+from parapush.physics.fine import FineModel
+from parapush.planning.async_world import PropagatorPhysics, VirtualClockWorld
 from parapush.planning.planner_config import PlannerConfigError, planner_config_from_dict
-from parapush.planning.stack_planner import PlannerSources, build_planner
+from parapush.planning.stack_planner import PlannerSources, build_planner, corrector_parameters
 from parapush.scene import load_scene
 
 SCENE = "config/scenes/isrr_obstacle_1.yaml"
@@ -38,3 +43,32 @@ def test_robust_settings_errors_name_the_field() -> None:
         build_planner(load_scene(SCENE), sources.with_overrides({"preset": "isrr2019", "robust": {"samples": 2}}))
     with pytest.raises(PlannerConfigError, match="robust.spread.mass"):
         planner_config_from_dict({"costs": {"goal_distance": {"weight": 1.0}}, "robust": {"spread": {"mass": 1.5}}})
+
+
+def test_robust_planning_adapts_a_local_corrector_and_gives_its_parameters_back() -> None:
+    scene = load_scene(SCENE)
+    sources = PlannerSources.load().with_overrides({"preset": "realtime", "robust": {"samples": 2}})
+    state = scene.layout.compose(scene.pusher.position, [spec.pose for spec in scene.objects])
+    truth = ObjectParameters(mass=0.5, support_friction=1.0, pusher_friction=0.3, com_offset=(0.0, 0.015))
+    with build_planner(scene, sources) as built:
+        engine = built.model.engine
+        nominal = engine.object_parameters(scene.target)
+        world_model = FineModel(scene, built.model_config.fine)
+        ObjectModelVariants(world_model, 0).apply(world_model.mj_model, truth)
+        world_model.parameters_changed()
+        recording = built.robust.attach(built.loop, VirtualClockWorld(PropagatorPhysics(world_model, state),
+                                                                      clock=lambda: 0.0))
+        push = state[2:4] - state[:2]
+        for _ in range(2):  # two pushes, each observed before the next plan
+            recording.observe()
+            recording.wait_until(recording.start(0.08 * push / np.linalg.norm(push), 1.0) + 1.0)
+            recording.observe()
+            built.loop.before_plan(built.loop)
+        assert built.robust.belief.updates >= 1
+        np.testing.assert_allclose(engine.object_parameters(scene.target).as_vector(), built.robust.estimate())
+        assert engine.object_parameters(scene.target).com_offset[1] > 0.003  # towards the truth's side
+        built.robust.close()  # the task's end: the engine predicts with the scene's parameters again
+        np.testing.assert_allclose(engine.object_parameters(scene.target).as_vector(), nominal.as_vector())
+    with build_planner(scene, sources.with_overrides({"robust": {"adapt": False}})) as built:
+        assert built.robust.corrector is None
+    assert corrector_parameters(object(), scene) is None  # a service's predictor: its fine model lives elsewhere

@@ -23,6 +23,13 @@ Live tuning (issue 31): cost weights and planner settings are writable parameter
 by the settings' own checks; a running goal applies a change at its next re-plan and its feedback's
 ``event`` reports it; structural ones (horizon, control duration, ``mpc.*``) apply from the next goal.
 
+Robust planning (a goal's ``risk_samples`` > 1, or ``robust.samples`` in the planner file; issue
+30): the target's belief narrows after every control, and with ``robust.adapt`` the corrector
+predicts with its estimate: a local engine directly; the prediction service through
+``object_parameters`` (transient local, as identification's results), where the goal publishes
+its estimate after each narrowing and, when it ends, the parameters the service had before (the
+last ones seen on that topic, else the scene's).
+
 A stop latched by the executor (``executor_status``, transient local: ``stop_latched`` True,
 e.g. the pusher does not follow its commands, a gripper fault) ends the running goal at the
 loop's next look at the world, with the executor's status message as ``failure_reason`` (the
@@ -50,13 +57,16 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from parareal_pushing.action import PushObject
 from parareal_pushing.msg import ControlSequence, PredictedTrajectory, SceneState
+from parareal_pushing.msg import ObjectParameters as ObjectParametersMsg
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.task import Future
 
-from parapush.nodes.conversions import state_to_msg, trajectory_to_msg
+from parapush.identification.parameters import ObjectParameters
+from parapush.nodes.conversions import MessageError, state_to_msg, trajectory_to_msg
+from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_from_msg, parameters_to_msg
 from parapush.nodes.lazy_message import LazyMessage
 from parapush.nodes.mpc_tuning import declare_tuning
 from parapush.nodes.mpc_world import RosAsyncWorld
@@ -78,6 +88,7 @@ from parapush.planning.stack_planner import PlannerSources, build_planner
 from parapush.planning.task_run import TaskReport, TaskStep, run_task
 from parapush.prediction import ModelConfig
 from parapush.prediction.failover import SERVICE_LOSS_POLICIES
+from parapush.scene import Scene
 from parapush.sim.model_world import scene_initial_state
 from parapush.yaml_file import config_file
 
@@ -168,6 +179,14 @@ class MpcNode(Node):
         self.create_subscription(DiagnosticStatus, "executor_status", self._on_executor_status,
                                  QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL),
                                  callback_group=MutuallyExclusiveCallbackGroup())
+        # what the prediction service's fine model uses for each object (identification's results,
+        # a robust goal's estimates): a robust goal through the service publishes its narrowed
+        # estimate of the target there, and the parameters from before when it ends
+        self._object_parameters: dict[str, ObjectParameters] = {}
+        self.create_subscription(ObjectParametersMsg, "object_parameters", self._on_object_parameters,
+                                 OBJECT_PARAMETERS_QOS, callback_group=MutuallyExclusiveCallbackGroup())
+        self._parameters_publisher = self.create_publisher(ObjectParametersMsg, "object_parameters",
+                                                           OBJECT_PARAMETERS_QOS)
         self.control_publisher = self.create_publisher(ControlSequence, "controls", 10)
         self.plan_publisher = self.create_publisher(PredictedTrajectory, "planned_trajectory", 10)
         self._busy = threading.Lock()
@@ -240,9 +259,32 @@ class MpcNode(Node):
         version = self.tuning.version()
         sources = self.tuning.sources(goal.planner).with_overrides(goal.planner_overrides())
         built = build_planner(goal.scene, sources, model=self.models.corrector(goal, sources),
-                              coarse=self.models.coarse(sources.preset))
+                              coarse=self.models.coarse(sources.preset),
+                              target_parameters=ServiceTargetParameters(self, goal.scene) if self.models.via_service
+                              else None)
         built.loop.before_plan = PlanRetuner(self.tuning, built, version, self._report_tuning)
         return built
+
+    def _on_object_parameters(self, message: ObjectParametersMsg) -> None:
+        try:
+            name, parameters = parameters_from_msg(message)
+        except MessageError as error:
+            self.get_logger().warning(f"object_parameters ignored: {error}")
+            return
+        with self._state_lock:
+            self._object_parameters[name] = parameters
+
+    def service_parameters(self, scene: Scene) -> ObjectParameters:
+        """What the prediction service predicts ``scene``'s target with: the last parameters seen on
+        ``object_parameters`` (identification's, or a robust goal's), else the scene's."""
+        with self._state_lock:
+            seen = self._object_parameters.get(scene.target)
+        return ObjectParameters.from_scene(scene, scene.target_index) if seen is None else seen
+
+    def publish_parameters(self, name: str, parameters: ObjectParameters) -> None:
+        """Publish ``parameters`` of object ``name`` on ``object_parameters`` (the service applies them)."""
+        self._parameters_publisher.publish(parameters_to_msg(
+            name, parameters, stamp=self.get_clock().now().nanoseconds * 1e-9))
 
     def _on_tuned(self, changes: list[Change]) -> None:
         """Accepted parameter changes: logged; a running goal's feedback reports the structural
@@ -310,9 +352,12 @@ class MpcNode(Node):
         world = RosAsyncWorld(self, cancel_requested=cancel_requested, settle_time=self.values["settle_time"],
                               state_timeout=self.values["state_timeout"], latched_stop=self.executor_stop,
                               on_event=self._on_event)
-        report = run_task(built, world, max_controls=goal.max_controls,
-                          callback=lambda step: self._feedback(goal_handle, scene, step),
-                          should_cancel=cancel_requested)
+        try:
+            report = run_task(built, world, max_controls=goal.max_controls,
+                              callback=lambda step: self._feedback(goal_handle, scene, step),
+                              should_cancel=cancel_requested)
+        finally:  # what the goal's planner holds (robust planning's threads; the corrector's parameters back)
+            built.close()
         self._fill_result(result, scene, report, started)
         if world.executor_stop is not None:  # the executor stopped the pusher: its reason ends the goal
             result.failure_reason = world.executor_stop
@@ -374,6 +419,24 @@ class MpcNode(Node):
         self.models.close()
         if self._goal_thread is not None:
             self._goal_thread.join(timeout=CLOSE_TIMEOUT)
+
+
+class ServiceTargetParameters:
+    """A goal's target's parameters in the prediction service, for robust planning
+    (:class:`~parapush.planning.robust_planning.CorrectorParameters`): what the node last saw on
+    ``object_parameters``, and a publication there that the service applies."""
+
+    def __init__(self, node: MpcNode, scene: Scene) -> None:
+        self.node = node
+        self.scene = scene
+
+    def current(self) -> ObjectParameters:
+        return self.node.service_parameters(self.scene)
+
+    def apply(self, parameters: ObjectParameters) -> ObjectParameters:
+        previous = self.current()
+        self.node.publish_parameters(self.scene.target, parameters)
+        return previous
 
 
 def main(args=None) -> int:

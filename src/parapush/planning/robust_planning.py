@@ -13,12 +13,18 @@ sure about (``config/planner.yaml``'s ``robust`` section, :class:`RobustSettings
   :class:`~parapush.planning.async_world.TransitionRecorder` and, before each plan (the loop's
   ``before_plan``, chained after any hook already there), feeds every control that ran alone
   to :class:`~parapush.identification.online_identification.OnlineIdentification`; so the
-  update's time is re-plan time, and the next plan's models are drawn from the narrowed belief.
+  update's time is re-plan time, and the next plan's models are drawn from the narrowed belief;
+- the corrector's parameters (:class:`CorrectorParameters`: a local prediction engine's, or a
+  prediction service's through the MPC node): the belief starts around what the corrector
+  predicts with now (e.g. an identification result it was given), and with ``settings.adapt``
+  each update gives the corrector the belief's estimate, so the planner's own fine-model
+  predictions (the plan's trajectory, the pipelined loop's start of the next plan, the first of
+  the M scores) use what the pushes have shown; closing gives the corrector its parameters back.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -31,7 +37,17 @@ from parapush.planning.robust_scoring import RobustScoring, RobustSettings
 from parapush.scene import Scene
 from parapush.validation import check_instance
 
-__all__ = ["RobustPlanning"]
+__all__ = ["CorrectorParameters", "RobustPlanning"]
+
+
+class CorrectorParameters(Protocol):
+    """The target's parameters in the planner's corrector (where its fine model lives)."""
+
+    def current(self) -> ObjectParameters:
+        """What the corrector predicts the target with now."""
+
+    def apply(self, parameters: ObjectParameters) -> ObjectParameters:
+        """Make the corrector predict the target with ``parameters``; returns the ones replaced."""
 
 
 class RobustPlanning(Closeable):
@@ -43,14 +59,22 @@ class RobustPlanning(Closeable):
         fine_settings: the fine model's settings (the corrector's, ``ModelConfig.fine``).
         target: the uncertain object's index (default: the scene's target).
         identified: the target's identified parameters and their spread (5,) (an identification
-            result's), instead of the configured spread around the scene's parameters.
+            result's), instead of the prior: the target's ``uncertainty`` in the scene (else
+            ``settings.spread``) around what ``corrector`` predicts it with (else the scene's
+            parameters; a corrector's patched parameters, which the belief cannot describe,
+            leave it at the scene's).
         workers: fine-model threads (default: the cores available).
+        corrector: the target's parameters in the planner's corrector: the prior's centre and,
+            with ``settings.adapt``, given the belief's estimate after each update; :meth:`close`
+            gives it back the parameters it had, so a corrector shared between goals starts the
+            next one as it was (None: the scene's parameters, and the corrector stays as it is).
 
     Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, scene: Scene, settings: RobustSettings, fine_settings: Any, *, target: int | None = None,
-                 identified: tuple[ObjectParameters, np.ndarray] | None = None, workers: int | None = None) -> None:
+                 identified: tuple[ObjectParameters, np.ndarray] | None = None, workers: int | None = None,
+                 corrector: CorrectorParameters | None = None) -> None:
         from parapush.physics.fine import FineModel
 
         check_instance("scene", scene, Scene)
@@ -64,13 +88,22 @@ class RobustPlanning(Closeable):
             target = names.index(scene.target)
         self.target = target
         self.identifier = ObjectIdentifier(FineModel(scene, fine_settings), target, workers=workers)
+        centre = ObjectParameters.from_scene(scene, target)
+        in_corrector = None if corrector is None else corrector.current()
+        if in_corrector is not None and not in_corrector.patches and not centre.patches:
+            centre = in_corrector
         if identified is None:
-            self.belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, target), settings.spread,
-                                                      settings.belief)
+            spread = scene.objects[target].uncertainty or settings.spread  # the scene's own, else the file's
+            self.belief = ParameterBelief.from_spread(centre, spread, settings.belief)
         else:
             self.belief = ParameterBelief.from_identification(*identified, settings.belief)
         self.online = OnlineIdentification(self.identifier, self.belief)
         self.scoring = RobustScoring(self.identifier, self.belief, settings)
+        # the belief's vector cannot describe patches (a cell map's regions): such a target's corrector stays
+        self.corrector = corrector if settings.adapt and not centre.patches else None
+        self.applied: ObjectParameters | None = None
+        """The estimate last given to the corrector (None: none yet)."""
+        self._replaced: ObjectParameters | None = None
 
     def attach(self, loop: Any, world: Any) -> TransitionRecorder:
         """Narrow the belief as ``loop`` runs on ``world``: returns the world to run the loop on
@@ -79,8 +112,15 @@ class RobustPlanning(Closeable):
         previous = loop.before_plan
 
         def narrow_then_plan(running_loop: Any) -> None:
+            updated = False
             for transition in recorder.take():
-                self.online.observe(transition.state, transition.control, transition.duration, transition.next_state)
+                updated |= self.online.observe(transition.state, transition.control, transition.duration,
+                                               transition.next_state)
+            if updated and self.corrector is not None:
+                self.applied = ObjectParameters.from_vector(self.belief.estimate())
+                replaced = self.corrector.apply(self.applied)
+                if self._replaced is None:
+                    self._replaced = replaced
             if previous is not None:
                 previous(running_loop)
 
@@ -96,5 +136,9 @@ class RobustPlanning(Closeable):
         return self.belief.spread()
 
     def close(self) -> None:
-        """Stop the fine-model threads; idempotent."""
+        """Give the corrector back its parameters from before the first estimate and stop the
+        fine-model threads; idempotent."""
+        replaced, self._replaced = self._replaced, None
+        if replaced is not None and self.corrector is not None:
+            self.corrector.apply(replaced)
         self.identifier.close()

@@ -19,8 +19,10 @@ per row on a thread backend), so the width of the machine is spent on them. M = 
 nominal planner exactly: the planner then has no robust scoring at all
 (:func:`robust_scoring_for`).
 
-The coarse search itself stays nominal: the learned coarse model only serves the parameters
-it was trained on (issue 29 asks for one conditioned on them); the robust part is the decision.
+The coarse search itself stays nominal: the general learned model is conditioned on mass and
+support friction but not on the centre of mass, which is what the pushes show (mass and support
+friction barely change a slow push); the robust part is the decision, and the corrector follows
+the belief's estimate (``RobustSettings.adapt``, :class:`~parapush.planning.robust_planning.RobustPlanning`).
 """
 
 from __future__ import annotations
@@ -49,8 +51,11 @@ class RobustSettings:
         samples: M, models per elite: the corrector's and M - 1 drawn from the belief (1: the
             nominal planner, bit for bit).
         risk: the risk measure of the M costs.
-        spread: the prior: how far the target's true parameters may lie from the scene's.
+        spread: the prior: how far the target's true parameters may lie from the scene's (a scene
+            object's own ``uncertainty`` replaces it for that object).
         belief: the belief's measurement model (how each executed control narrows it).
+        adapt: after each narrowing, the corrector (a local prediction engine, or the prediction
+            service through the MPC node) predicts with the belief's estimate of the target.
     """
 
     samples: int = setting(1, "M: models each elite is scored under (1: the nominal planner)", minimum=1,
@@ -58,6 +63,7 @@ class RobustSettings:
     risk: RiskMeasure = field(default_factory=RiskMeasure)
     spread: ParameterSpread = field(default_factory=ParameterSpread)
     belief: BeliefSettings = field(default_factory=BeliefSettings)
+    adapt: bool = setting(True, "after each narrowing the corrector predicts with the belief's estimate of the target")
 
     def __post_init__(self) -> None:
         check_settings(self)

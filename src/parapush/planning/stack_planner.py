@@ -208,6 +208,32 @@ def corrector_workers(model: Any, config: Any) -> int:
     return config.workers if config.workers is not None else (os.cpu_count() or 1)
 
 
+class EngineTargetParameters:
+    """A local engine's parameters of one object (robust planning's
+    :class:`~parapush.planning.robust_planning.CorrectorParameters`)."""
+
+    def __init__(self, engine: Any, name: str) -> None:
+        self.engine = engine
+        self.name = name
+
+    def current(self) -> Any:
+        return self.engine.object_parameters(self.name)
+
+    def apply(self, parameters: Any) -> Any:
+        return self.engine.apply_object_parameters(self.name, parameters)
+
+
+def corrector_parameters(model: Any, scene: Scene) -> EngineTargetParameters | None:
+    """The target's parameters in the corrector ``model``: a local engine's (thread or serial
+    backend); None for a prediction service's predictor or a process/Ray engine, whose fine
+    models live elsewhere (the MPC node gives the service its own, :mod:`parapush.nodes.mpc`)."""
+    engine = getattr(model, "engine", None)
+    if not callable(getattr(engine, "apply_object_parameters", None)) or not scene.target \
+            or getattr(engine.config, "backend", None) not in ("threads", "serial"):
+        return None
+    return EngineTargetParameters(engine, scene.target)
+
+
 def planner_settings(sources: PlannerSources, seed: int | None = None) -> OptimizerSettings:
     """The optimizer settings :func:`build_planner` gives the planner of ``sources`` (before a
     coarse model's speed cap): the planner file's, the preset's overrides, then ``seed`` (None:
@@ -236,6 +262,7 @@ def build_planner(
     seed: int | None = None,
     model: Any = None,
     coarse: Any = None,
+    target_parameters: Any = None,
 ) -> BuiltPlanner:
     """The loop of ``sources.preset`` for ``scene``, built from ``sources``.
 
@@ -254,6 +281,11 @@ def build_planner(
         coarse: the coarse model (e.g. the node's, cached): a
             :class:`~parapush.prediction.coarse_models.CoarseModelChoice`, or a propagator of the
             caller's own (:meth:`CoarseModelChoice.given`); None: :func:`coarse_model_for`.
+        target_parameters: with robust planning (``robust.samples`` > 1), the target's parameters
+            in the corrector (:class:`~parapush.planning.robust_planning.CorrectorParameters`: the
+            belief's centre, given its estimate after each narrowing with ``robust.adapt``; e.g.
+            the MPC node's, through a prediction service); None: :func:`corrector_parameters` of
+            ``model`` (a local engine's, else none).
     Returns:
         a :class:`~parapush.planning.presets.BuiltPlanner`; close it (or use ``with``) to release
         what it owns.
@@ -283,7 +315,8 @@ def build_planner(
                              f"{preset.name!r} plans with one model (use samples 1, or the realtime preset)")
         from parapush.planning.robust_planning import RobustPlanning
 
-        robust = RobustPlanning(scene, sources.planner.robust, model_config.fine)
+        robust = RobustPlanning(scene, sources.planner.robust, model_config.fine,
+                                corrector=target_parameters or corrector_parameters(model, scene))
         planner.robust = robust.scoring
     costs = preset.costs(sources.planner.costs)
     cost = CostFunction.from_config(scene, costs)

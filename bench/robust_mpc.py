@@ -11,7 +11,10 @@ Planners (all built as the MPC node builds its own: ``config/planner.yaml``, ``m
   (the file's spread and measurement noise); the belief starts at the file's uniform prior around
   the scene's parameters (mass +-50 %, support friction +-30 %, centre of mass within 2 cm) and is
   narrowed after every executed control (:meth:`parapush.planning.robust_planning.RobustPlanning.attach`,
-  inside the re-plan, so its time counts as re-plan time).
+  inside the re-plan, so its time counts as re-plan time), and the planner's corrector (its local
+  engine) then predicts with the belief's estimate (``robust.adapt``);
+- ``robust-cvar-fixed`` (an ablation, only with ``--planners``): ``robust-cvar`` whose corrector
+  keeps the scene's parameters (``robust.adapt: false``).
 
 Worlds (:class:`parapush.sim.world.SimWorld`, ``config/sim_world.yaml``'s physics and push noise,
 on a virtual clock as in ``bench/realtime_mpc.py``):
@@ -21,10 +24,13 @@ on a virtual clock as in ``bench/realtime_mpc.py``):
 - ``nominal``: the scene file's parameters.
 
 Scenes: drawn by ``bench/make_benchmark_scenes.py``'s generators with the NEW seed
-``SCENE_SEED`` (never used for tuning): obstacle scenes, clutter scenes and box scenes (an
-obstacle scene whose target is the scene format's default box, 10.9 x 15.4 cm), written to
+``SCENE_SEED`` (never used for tuning): obstacle scenes, clutter scenes and box scenes (the
+obstacle generator's scene whose target is the scene format's default box, 10.9 x 15.4 cm), each
+checked by ``make_benchmark_scenes.validate``, written to
 ``bench/scenes/robust_<kind>_<k>.yaml``. Seeds 0-4 (world noise, drawn physics, optimizer).
-``--quick``: one scene per kind, seeds 0-2.
+``--quick``: one scene per kind, seeds 0-2. ``--scene-seed S``: the same kinds drawn with another
+generator seed (``robust<S>_<kind>_<k>.yaml``; results ``robust_mpc_scenes<S>.json``), to check
+on scenes never seen that a gain is real.
 
 Summary rows ``{planner, risk, samples_M, world, scene_kind, runs, successes, success_ci95,
 replan_p50_s, replan_p95_s, objects_disturbed}`` (``objects_disturbed``: mean number of
@@ -32,9 +38,9 @@ non-target objects moved more than 1 cm per run), and ``narrowing`` rows for the
 planners: the belief's spread of each parameter after 3 updates over its initial spread
 (median over runs), the share of runs whose centre-of-mass estimate got closer to the world's
 true value, the share whose estimate moved in its direction (cosine > 0) and how far it moved
-over how far it needed to (the planner's fine model rests each object on one centre contact
-and turns it about 10x less per cm of centre-of-mass offset than the world's eight tilting
-support points, so the com that makes the model reproduce the world lies beyond the true one).
+over how far it needed to (the planner's fine model rests each object on one contact under its
+centre of mass, the world on eight tilting support points: a centre-of-mass offset turns an
+object about 0.7x as much in the model as in the world).
 
     flock /tmp/parapush-timing.lock python bench/robust_mpc.py --quick   # bench/results/robust_mpc_quick.json
     flock /tmp/parapush-timing.lock python bench/robust_mpc.py           # bench/results/robust_mpc.json
@@ -63,7 +69,7 @@ from parapush.sim.world_physics import SimWorldPhysics
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference as bench_reference  # noqa: E402
-from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml  # noqa: E402
+from make_benchmark_scenes import clutter_scene, obstacle_scene, scene_yaml, validate  # noqa: E402
 from parareal_common import RESULTS, bench_arguments, environment, format_table, wilson_interval  # noqa: E402
 from parareal_common import _jsonable as jsonable  # noqa: E402
 from realtime_mpc import CONFIG, CpuTimed, uptime, world_settings  # noqa: E402
@@ -77,7 +83,11 @@ PLANNERS = {  # name -> (M, risk)
     "nominal": (1, RiskMeasure("mean")),
     "robust-mean": (4, RiskMeasure("mean")),
     "robust-cvar": (4, RiskMeasure("cvar", alpha=0.5)),
+    "robust-cvar-fixed": (4, RiskMeasure("cvar", alpha=0.5)),
 }
+DEFAULT_PLANNERS = ("nominal", "robust-mean", "robust-cvar")
+FIXED_CORRECTOR = ("robust-cvar-fixed",)
+"""Ablation (``--planners``): robust scoring whose corrector keeps the scene's parameters (``robust.adapt: false``)."""
 WORLDS = ("randomized", "nominal")
 SEEDS = (0, 1, 2, 3, 4)
 QUICK_SEEDS = (0, 1, 2)
@@ -89,23 +99,25 @@ MIN_COM_TO_FIND = 0.003
 
 
 # -- scenes -------------------------------------------------------------------------------------
-def scene_paths(count: int) -> dict[str, tuple[str, Path]]:
-    """``count`` scenes per kind (drawn with ``SCENE_SEED``) written to bench/scenes; name -> (kind, path)."""
+def scene_paths(count: int, scene_seed: int = SCENE_SEED) -> dict[str, tuple[str, Path]]:
+    """``count`` scenes per kind drawn with ``scene_seed``, written to bench/scenes as
+    ``robust_<kind>_<k>.yaml`` (``robust<scene_seed>_<kind>_<k>.yaml`` for another seed than
+    ``SCENE_SEED``); name -> (kind, path)."""
     SCENES.mkdir(exist_ok=True)
+    prefix = "robust" if scene_seed == SCENE_SEED else f"robust{scene_seed}"
     paths = {}
     for kind in KINDS:
-        generate = clutter_scene if kind == "clutter" else obstacle_scene
         for index in range(1, count + 1):
-            scene = generate(SCENE_SEED, index)
-            scene["name"] = f"robust_{kind}_{index}"
-            text = scene_yaml(scene, SCENE_SEED, f"(generators, --seed {SCENE_SEED}) via bench/robust_mpc.py")
-            if kind == "box":  # the scene format's default box as the target
-                text = text.replace("shape: cylinder", "shape: box", 1)
-                if "shape: box" not in text:
-                    raise RuntimeError("the obstacle scene has no 'shape: cylinder' target to make a box")
+            if kind == "clutter":
+                scene = clutter_scene(scene_seed, index)
+            else:  # box: the obstacle generator's scene with the scene format's default box as the target
+                scene = obstacle_scene(scene_seed, index, box_target=kind == "box")
+            scene["name"] = f"{prefix}_{kind}_{index}"
+            text = scene_yaml(scene, scene_seed, f"(generators, --seed {scene_seed}) via bench/robust_mpc.py")
             path = SCENES / f"{scene['name']}.yaml"
             if not path.is_file() or path.read_text() != text:
                 path.write_text(text)
+            validate(path)
             paths[scene["name"]] = (kind, path)
     return paths
 
@@ -129,7 +141,8 @@ def planner_overrides(planner: str, seed: int) -> dict[str, Any]:
     samples, risk = PLANNERS[planner]
     if samples == 1:
         return {"robust": {"samples": 1}}
-    return {"robust": {"samples": samples, "risk": dataclasses.asdict(risk), "belief": {"seed": seed}}}
+    return {"robust": {"samples": samples, "risk": dataclasses.asdict(risk), "belief": {"seed": seed},
+                       "adapt": planner not in FIXED_CORRECTOR}}
 
 
 def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, seed: int,
@@ -264,14 +277,15 @@ def table(rows: list[dict]) -> str:
 
 
 def figures(rows: list[dict], narrowed: list[dict], minutes: float, loads: list[float]) -> dict[str, float]:
-    """The README's figures: per planner and world (``all`` kinds) successes, runs, re-plan p50/p95;
-    the narrowing ratios of the centre of mass; the run's minutes and load range."""
+    """The README's figures: per planner and world successes, runs, re-plan p50/p95 (``all`` kinds,
+    and each kind with the kind in the name); the narrowing ratios of the centre of mass; the
+    run's minutes and load range."""
     result: dict[str, float] = {}
     for row in rows:
-        if row["scene_kind"] == "all":
-            prefix = f"{row['planner'].replace('-', '_')}_{row['world']}"
-            for name in ("successes", "runs", "replan_p50_s", "replan_p95_s"):
-                result[f"{prefix}_{name}"] = row[name]
+        kind = "" if row["scene_kind"] == "all" else f"_{row['scene_kind']}"
+        prefix = f"{row['planner'].replace('-', '_')}_{row['world']}{kind}"
+        for name in ("successes", "runs", "replan_p50_s", "replan_p95_s"):
+            result[f"{prefix}_{name}"] = row[name]
     for row in narrowed:
         if row["world"] != "randomized":  # the nominal world's centre of mass is the prior's: nothing to find
             continue
@@ -285,20 +299,24 @@ def figures(rows: list[dict], narrowed: list[dict], minutes: float, loads: list[
 
 def main(argv: list[str] | None = None) -> int:
     parser = bench_arguments(__doc__.splitlines()[0], quick="one scene per kind, seeds 0-2")
-    parser.add_argument("--planners", nargs="+", choices=list(PLANNERS), default=list(PLANNERS))
+    parser.add_argument("--planners", nargs="+", choices=list(PLANNERS), default=list(DEFAULT_PLANNERS))
     parser.add_argument("--worlds", nargs="+", choices=WORLDS, default=list(WORLDS))
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--seeds", nargs="+", type=int)
+    parser.add_argument("--scene-seed", type=int, default=SCENE_SEED,
+                        help=f"generator seed of the scenes (default {SCENE_SEED}; another one checks a gain on "
+                             "scenes never seen: results and figures get the variant scenes<seed>)")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
     seeds = args.seeds or list(QUICK_SEEDS if args.quick else SEEDS)
-    if args.reference and (args.seeds or args.planners != list(PLANNERS) or args.worlds != list(WORLDS)
+    if args.reference and (args.seeds or args.planners != list(DEFAULT_PLANNERS) or args.worlds != list(WORLDS)
                            or args.kinds != list(KINDS)):
         parser.error("--reference: run the default planners, worlds, kinds and seeds")
     load_before = bench_reference.load_average()
     sources = PlannerSources.load(CONFIG)
-    scenes = {name: value for name, value in scene_paths(1 if args.quick else SCENES_PER_KIND).items()
+    scenes = {name: value for name, value in scene_paths(1 if args.quick else SCENES_PER_KIND, args.scene_seed).items()
               if value[0] in args.kinds}
+    variant = "" if args.scene_seed == SCENE_SEED else f"scenes{args.scene_seed}"
     print(f"load before: {uptime()}", flush=True)
     runs, loads = [], [load_before[0]]
     started = time.perf_counter()
@@ -322,14 +340,14 @@ def main(argv: list[str] | None = None) -> int:
     for row in narrowed:
         print("narrowing: " + json.dumps(row))
     print(f"load after: {load_after}")
-    name = "robust_mpc_quick" if args.quick else "robust_mpc"
+    name = "_".join(part for part in ("robust_mpc", "quick" if args.quick else "", variant) if part)
     RESULTS.mkdir(parents=True, exist_ok=True)
     minutes = (time.perf_counter() - started) / 60.0
     payload = {
         "environment": environment(),
         "settings": {"planners": {p: {"samples_M": PLANNERS[p][0], "risk": dataclasses.asdict(PLANNERS[p][1])}
                                   for p in args.planners},
-                     "worlds": args.worlds, "scenes": list(scenes), "seeds": seeds, "scene_seed": SCENE_SEED,
+                     "worlds": args.worlds, "scenes": list(scenes), "seeds": seeds, "scene_seed": args.scene_seed,
                      "overrides": {p: planner_overrides(p, 0) for p in args.planners},
                      "robust_file": dataclasses.asdict(sources.planner.robust),
                      "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock"},
@@ -343,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(jsonable(payload), indent=1) + "\n")
     print(f"wrote {path}")
     bench_reference.write_figures("robust_mpc", figures(rows, narrowed, minutes, loads), reference=args.reference,
-                                  load_before=load_before, quick=args.quick)
+                                  load_before=load_before, quick=args.quick, variant=variant)
     return 0
 
 

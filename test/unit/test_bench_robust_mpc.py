@@ -94,3 +94,16 @@ def test_the_randomized_world_draws_every_object_within_the_spread(bench) -> Non
         assert abs(parameters.support_friction / nominal.support_friction - 1.0) <= 0.3
         assert np.hypot(*parameters.com_offset) <= 0.02
     assert drawn != bench.drawn_physics(clutter, 3)
+
+
+def test_another_scene_seed_draws_other_scenes_under_their_own_names(bench, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(bench, "SCENES", tmp_path)  # not the committed bench/scenes
+    default = bench.scene_paths(1)
+    other = bench.scene_paths(1, 5151)
+    assert list(default) == ["robust_obstacle_1", "robust_clutter_1", "robust_box_1"]
+    assert list(other) == ["robust5151_obstacle_1", "robust5151_clutter_1", "robust5151_box_1"]
+    for (kind, path), (other_kind, other_path) in zip(default.values(), other.values(), strict=True):
+        assert kind == other_kind and path.parent == other_path.parent == tmp_path
+        assert load_scene(path).objects[0].pose != load_scene(other_path).objects[0].pose
+        assert "--seed 5151" in other_path.read_text() and "--seed 5151" not in path.read_text()
+    assert load_scene(other["robust5151_box_1"][1]).objects[0].shape == "box"

@@ -29,6 +29,17 @@ class Loop:
         self.hooked += 1
 
 
+def push_then_plan(recording, loop, state: np.ndarray, controls: int) -> None:
+    """``controls`` pushes of 1 s from the pusher towards the object, each observed, then the loop's plan hook."""
+    push = state[2:4] - state[:2]
+    control = 0.08 * push / np.linalg.norm(push)
+    for _ in range(controls):
+        recording.observe()
+        recording.wait_until(recording.start(control, 1.0) + 1.0)
+        recording.observe()
+        loop.before_plan(loop)
+
+
 def test_the_attached_world_narrows_the_belief_before_each_plan_and_keeps_the_loop_s_hook() -> None:
     scene = load_scene(SCENE)
     fine = FineModel(scene, ModelConfig().fine)
@@ -40,14 +51,7 @@ def test_the_attached_world_narrows_the_belief_before_each_plan_and_keeps_the_lo
         np.testing.assert_allclose(robust.estimate(), robust.belief.estimate())
         before = robust.spread()
         recording = robust.attach(loop, world)
-        push = state[2:4] - state[:2]
-        control = 0.08 * push / np.linalg.norm(push)
-        for _ in range(3):
-            recording.observe()
-            begin = recording.start(control, 1.0)
-            recording.wait_until(begin + 1.0)
-            recording.observe()
-            loop.before_plan(loop)
+        push_then_plan(recording, loop, state, 3)
         assert loop.hooked == 3  # the loop's own hook still runs, after the narrowing
         assert robust.belief.updates >= 2 and robust.online.observed_controls == 3
         assert not np.allclose(robust.spread(), before)
@@ -93,16 +97,9 @@ def test_each_narrowing_gives_the_corrector_the_estimate_and_closing_gives_back_
         assert not np.allclose(robust.estimate(), ParameterBelief.from_spread(
             ObjectParameters.from_scene(scene, 0), RobustSettings().spread).estimate())
         recording = robust.attach(loop, world)
-        push = state[2:4] - state[:2]
-        control = 0.08 * push / np.linalg.norm(push)
         loop.before_plan(loop)  # nothing observed yet: nothing applied
         assert len(corrector.history) == 1 and robust.applied is None
-        for _ in range(2):
-            recording.observe()
-            begin = recording.start(control, 1.0)
-            recording.wait_until(begin + 1.0)
-            recording.observe()
-            loop.before_plan(loop)
+        push_then_plan(recording, loop, state, 2)
         if adapt:
             assert len(corrector.history) == 1 + robust.belief.updates >= 2
             np.testing.assert_array_equal(corrector.current().as_vector(), robust.estimate())

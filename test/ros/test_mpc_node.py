@@ -26,6 +26,8 @@ from ros_futures import wait_future
 from parapush.execution.command_stream import CommandStream
 from parapush.execution.commands import PlanarControl
 from parapush.graph import config_dir
+from parapush.identification.parameter_belief import ParameterBelief
+from parapush.identification.parameters import ObjectParameters
 from parapush.nodes.conversions import state_to_msg
 from parapush.nodes.identification_messages import OBJECT_PARAMETERS_QOS, parameters_from_msg
 from parapush.nodes.mpc import MpcNode
@@ -33,6 +35,7 @@ from parapush.nodes.prediction_service import PredictionServiceNode
 from parapush.physics.coarse_analytical import AnalyticalCoarseModel
 from parapush.prediction import ModelConfig
 from parapush.scene import load_scene
+from parapush.scene.uncertainty import ParameterSpread
 
 SCENE_DATA = {
     "name": "short_push",
@@ -185,13 +188,21 @@ def test_a_robust_goal_reports_the_target_s_belief(ros_context, spinning, files)
     node, plant, client = start(ros_context, spinning, files)
     try:
         feedback = []
-        handle = wait(client.send_goal_async(goal(risk_samples=3, risk="cvar"),
+        uncertainty = [0.2, 0.1, 0.0, 0.01]  # the goal's prior for the target (ParameterSpread's fields)
+        handle = wait(client.send_goal_async(goal(risk_samples=3, risk="cvar", uncertainty=uncertainty),
                                              feedback_callback=lambda msg: feedback.append(msg.feedback)))
         result = wait(handle.get_result_async()).result
         assert result.success, result.failure_reason
         assert len(result.parameter_estimate) == len(result.parameter_spread) == 5
         assert feedback and all(len(step.parameter_estimate) == 5 for step in feedback)
         assert result.parameter_estimate[0] > 0.0  # a mass, kg
+        scene = load_scene(files[0])  # the first control starts before any narrowing: the goal's prior
+        prior = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, 0), ParameterSpread(*uncertainty))
+        np.testing.assert_allclose(feedback[0].parameter_spread, prior.spread(), rtol=1e-9)
+        handle = wait(client.send_goal_async(goal(risk_samples=3, uncertainty=[0.2, 0.1])))
+        result = wait(handle.get_result_async()).result
+        assert result.outcome == PushObject.Result.OUTCOME_ERROR and "uncertainty: expected 4 values" in \
+            result.failure_reason, result.failure_reason
     finally:
         node.close()
 

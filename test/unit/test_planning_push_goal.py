@@ -9,6 +9,7 @@ from test_planning_fixtures import tiny_scene
 
 from parapush.planning.push_goal import PushGoal
 from parapush.scene import GoalRegion
+from parapush.scene.uncertainty import ParameterSpread
 
 SCENE = tiny_scene(others=((0.0, 0.3),))
 FIELDS = {"goal_x": 0.2, "goal_y": -0.1, "goal_radius": 0.04}  # the rest: the interface's "unset"
@@ -42,6 +43,10 @@ def test_set_fields_are_kept_typed() -> None:
         ({"model": "oracle"}, r"model: expected one of \['coarse', 'parareal', 'fine'\], got 'oracle'"),
         ({"iterations": -2}, "iterations: expected an integer >= 0, got -2"),
         ({"planner": "telepathy"}, "unknown planner preset 'telepathy'"),
+        ({"uncertainty": [0.1, 0.1]}, r"uncertainty: expected 4 values \(mass, support_friction, pusher_friction, "
+                                      r"com_offset\) or none, got 2"),
+        ({"uncertainty": [1.5, 0.1, 0.0, 0.01]}, "uncertainty.mass: expected a finite number >= 0 and < 1"),
+        ({"uncertainty": [0.1, 0.1, 0.0, math.nan]}, "uncertainty.com_offset"),
     ],
 )
 def test_an_invalid_field_is_a_value_error_naming_it(fields, message) -> None:
@@ -70,3 +75,11 @@ def test_robust_planning_fields_become_the_goal_s_planner_overrides() -> None:
         PushGoal.from_interface(SCENE, risk="median", **FIELDS)
     with pytest.raises(ValueError, match="risk_samples"):
         PushGoal.from_interface(SCENE, risk_samples=65, **FIELDS)
+
+
+def test_the_goal_s_uncertainty_replaces_the_target_s_in_the_scene() -> None:
+    goal = PushGoal.from_interface(SCENE, target_object="other_0", uncertainty=(0.1, 0.05, 0.0, 0.004), **FIELDS)
+    spread = goal.scene.objects[goal.scene.object_index("other_0")].uncertainty
+    assert spread == ParameterSpread(mass=0.1, support_friction=0.05, pusher_friction=0.0, com_offset=0.004)
+    assert goal.scene.objects[goal.scene.object_index("target")] == SCENE.objects[SCENE.object_index("target")]
+    assert PushGoal.from_interface(SCENE, uncertainty=(), **FIELDS).scene.objects == SCENE.objects  # empty: unset

@@ -248,7 +248,8 @@ class MpcNode(Node):
         return PushGoal.from_interface(
             self.scene, target_object=goal.target_object, goal_x=goal.goal_x, goal_y=goal.goal_y,
             goal_radius=goal.goal_radius, max_controls=goal.max_controls, model=goal.model,
-            iterations=goal.iterations, planner=goal.planner, risk_samples=goal.risk_samples, risk=goal.risk)
+            iterations=goal.iterations, planner=goal.planner, risk_samples=goal.risk_samples, risk=goal.risk,
+            uncertainty=tuple(goal.uncertainty))
 
     def goal_planner(self, goal: PushGoal) -> BuiltPlanner:
         """The goal's planner: :func:`build_planner` of this node's sources (the goal's preset if it

@@ -1,7 +1,8 @@
 """A push goal (the ``push_object`` action's goal) as typed values checked against the scene.
 
 The action's goal message cannot send None: its ``target_object``, ``model``, ``planner`` and
-``risk`` write "unset" as ``""``, ``max_controls`` and ``risk_samples`` as ``0`` and ``iterations`` as ``-1``
+``risk`` write "unset" as ``""``, ``max_controls`` and ``risk_samples`` as ``0``, ``iterations`` as ``-1``
+and ``uncertainty`` as an empty array
 (:func:`parapush.prediction.request.iterations_from_interface`). :meth:`PushGoal.from_interface`
 turns those fields into a :class:`PushGoal` (None for unset) and checks them against the node's
 scene; the MPC node (:mod:`parapush.nodes.mpc`) only copies the message's fields into it, and
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from parapush.parareal.solver import MODELS
@@ -19,6 +21,8 @@ from parapush.planning.presets import planner_preset
 from parapush.planning.risk import RISK_KINDS
 from parapush.prediction.request import iterations_from_interface
 from parapush.scene import GoalRegion, Scene, SceneError
+from parapush.scene.uncertainty import ParameterSpread
+from parapush.settings import SettingsError, settings_from_mapping
 from parapush.validation import check_choice, check_instance, check_integer
 
 __all__ = ["PushGoal"]
@@ -89,6 +93,7 @@ class PushGoal:
         planner: str = "",
         risk_samples: int = 0,
         risk: str = "",
+        uncertainty: Sequence[float] = (),
     ) -> PushGoal:
         """The goal of the action's fields (module docstring) in ``scene`` (the node's).
 
@@ -103,6 +108,10 @@ class PushGoal:
             planner: ``""``: the node's preset.
             risk_samples: ``0``: the planner file's ``robust.samples``.
             risk: ``""``: the planner file's ``robust.risk.kind``.
+            uncertainty: robust planning's prior for the target, the fields of
+                :class:`~parapush.scene.uncertainty.ParameterSpread` in order (mass, support
+                friction, pusher friction, com offset), replacing the target's ``uncertainty`` in
+                the scene; ``()``: the scene's (else the planner file's ``robust.spread``).
         Raises:
             ValueError: naming the first field that is not valid.
         """
@@ -117,10 +126,37 @@ class PushGoal:
         if not scene.table.contains(goal_x, goal_y):
             raise ValueError(f"goal_x, goal_y: ({goal_x}, {goal_y}) is not on the table")
         k = iterations_from_interface(iterations)
+        spread = spread_from_interface(uncertainty)
         try:
             region = GoalRegion(center=(goal_x, goal_y), radius=goal_radius)
             task_scene = dataclasses.replace(scene, goal=region, target=target)
         except SceneError as error:
             raise ValueError(str(error)) from None
+        if spread is not None:  # the target's own prior, replacing the scene file's
+            objects = list(task_scene.objects)
+            index = task_scene.object_index(target)
+            try:
+                objects[index] = dataclasses.replace(objects[index], uncertainty=spread)
+            except SceneError as error:  # e.g. a centre-of-mass spread for a patched object
+                raise ValueError(f"uncertainty: {error}") from None
+            task_scene = dataclasses.replace(task_scene, objects=tuple(objects))
         return cls(scene=task_scene, planner=planner or None, model=model or None, iterations=k,
                    max_controls=max_controls or None, risk_samples=risk_samples or None, risk=risk or None)
+
+
+def spread_from_interface(values: Sequence[float]) -> ParameterSpread | None:
+    """The action's ``uncertainty`` array as a :class:`ParameterSpread` (None when empty).
+
+    Raises:
+        ValueError: naming ``uncertainty`` (and the field) unless it is empty or the four fields' values.
+    """
+    values = tuple(values)
+    if not values:
+        return None
+    names = [item.name for item in dataclasses.fields(ParameterSpread)]
+    if len(values) != len(names):
+        raise ValueError(f"uncertainty: expected {len(names)} values ({', '.join(names)}) or none, got {len(values)}")
+    try:
+        return settings_from_mapping(ParameterSpread, dict(zip(names, values, strict=True)), "uncertainty")
+    except SettingsError as error:
+        raise ValueError(str(error)) from None

@@ -14,7 +14,7 @@ from parapush.planning.async_world import PropagatorPhysics, VirtualClockWorld
 from parapush.planning.robust_planning import RobustPlanning
 from parapush.planning.robust_scoring import RobustSettings
 from parapush.prediction.config import ModelConfig
-from parapush.scene import load_scene
+from parapush.scene import ObjectPatch, load_scene
 from parapush.scene.uncertainty import ParameterSpread
 
 SCENE = "config/scenes/isrr_obstacle_1.yaml"
@@ -123,3 +123,23 @@ def test_the_target_s_uncertainty_in_the_scene_is_the_belief_s_prior_instead_of_
         np.testing.assert_allclose(from_file.spread(), expected_file)
         np.testing.assert_allclose(from_scene.spread(), expected_scene)
         assert np.all(from_scene.spread()[[0, 1, 3, 4]] < 0.5 * from_file.spread()[[0, 1, 3, 4]])
+
+
+def test_a_corrector_with_a_cell_map_keeps_it_and_the_prior_centres_on_the_scene() -> None:
+    scene = load_scene(SCENE)
+    nominal = ObjectParameters.from_scene(scene, 0)
+    patch = ObjectPatch(center=(0.0, 0.0), half_extents=(0.01, 0.01), mass=0.1, friction=0.6)
+    mapped = dataclasses.replace(nominal, patches=(patch,))  # e.g. identified by the grid method
+    corrector = Corrector(mapped)
+    fine = FineModel(scene, ModelConfig().fine)
+    state = scene.layout.compose(np.asarray(scene.pusher.position), np.array([spec.pose for spec in scene.objects]))
+    with RobustPlanning(scene, RobustSettings(samples=2), ModelConfig().fine, workers=1,
+                        corrector=corrector) as robust:
+        assert robust.corrector is None
+        np.testing.assert_allclose(robust.estimate(), ParameterBelief.from_spread(
+            nominal, RobustSettings().spread).estimate())
+        loop = Loop()
+        recording = robust.attach(loop, VirtualClockWorld(PropagatorPhysics(fine, state), clock=lambda: 0.0))
+        push_then_plan(recording, loop, state, 2)
+        assert robust.belief.updates >= 1  # the belief narrows; the corrector's map stays
+    assert corrector.history == [mapped]

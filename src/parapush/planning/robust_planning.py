@@ -61,8 +61,8 @@ class RobustPlanning(Closeable):
         identified: the target's identified parameters and their spread (5,) (an identification
             result's), instead of the prior: the target's ``uncertainty`` in the scene (else
             ``settings.spread``) around what ``corrector`` predicts it with (else the scene's
-            parameters; a corrector's patched parameters, which the belief cannot describe,
-            leave it at the scene's).
+            parameters; patched parameters, which the belief cannot describe, leave it at the
+            scene's and the corrector as it is).
         workers: fine-model threads (default: the cores available).
         corrector: the target's parameters in the planner's corrector: the prior's centre and,
             with ``settings.adapt``, given the belief's estimate after each update; :meth:`close`
@@ -90,7 +90,11 @@ class RobustPlanning(Closeable):
         self.identifier = ObjectIdentifier(FineModel(scene, fine_settings), target, workers=workers)
         centre = ObjectParameters.from_scene(scene, target)
         in_corrector = None if corrector is None else corrector.current()
-        if in_corrector is not None and not in_corrector.patches and not centre.patches:
+        # the belief's vector cannot describe patches (a cell map's regions, e.g. identified by the grid
+        # method): with them in the scene or the corrector, the prior centres on the scene's parameters
+        # and the corrector keeps its own
+        patched = bool(centre.patches) or (in_corrector is not None and bool(in_corrector.patches))
+        if in_corrector is not None and not patched:
             centre = in_corrector
         if identified is None:
             spread = scene.objects[target].uncertainty or settings.spread  # the scene's own, else the file's
@@ -99,8 +103,7 @@ class RobustPlanning(Closeable):
             self.belief = ParameterBelief.from_identification(*identified, settings.belief)
         self.online = OnlineIdentification(self.identifier, self.belief)
         self.scoring = RobustScoring(self.identifier, self.belief, settings)
-        # the belief's vector cannot describe patches (a cell map's regions): such a target's corrector stays
-        self.corrector = corrector if settings.adapt and not centre.patches else None
+        self.corrector = corrector if settings.adapt and not patched else None
         self.applied: ObjectParameters | None = None
         """The estimate last given to the corrector (None: none yet)."""
         self._replaced: ObjectParameters | None = None

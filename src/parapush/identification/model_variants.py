@@ -54,18 +54,17 @@ class ObjectModelVariants:
         self._inertia_per_kg = model.body_inertia[self._body] / model.body_mass[self._body]
         # A non-convex polygon is several geoms, each with its own pairs: all take the same friction.
         spec = fine_model.scene.objects[object_index]
-        self._support_pairs = [self._pair(model, "table", geom)
-                               for geom in object_geom_names(object_index, spec, "support", fine_model.settings)]
+        support_geoms = object_geom_names(object_index, spec, "support", fine_model.settings)
+        self._support_pairs = [self._pair(model, "table", geom) for geom in support_geoms]
         # a torsion support's torsional friction is the sliding one times the outline's uniform-pressure
         # radius (FineSettings.support 'torsion'): it follows the identified support friction
         torsional = model.pair_dim[self._support_pairs] == 4
         self._torsion_pairs = np.asarray(self._support_pairs)[torsional]
         # a torsion support's one contact lies under the centre of mass (where a rigid object's
         # pressure centre is), so it moves with it: without that an offset centre of mass would
-        # not turn the object at all (FineSettings.support 'torsion')
-        self._torsion_geoms = [model.geom(geom).id
-                               for geom in object_geom_names(object_index, spec, "support", fine_model.settings)
-                               if fine_model.settings.support == "torsion"]
+        # not turn the object at all
+        self._torsion_geoms = [model.geom(geom).id for geom, torsion in zip(support_geoms, torsional, strict=True)
+                               if torsion]
         pairs = self._torsion_pairs
         self._torsion_radius = model.pair_friction[pairs, 2] / model.pair_friction[pairs, 0]
         self._pusher_pairs = [self._pair(model, "pusher_collider", geom)

@@ -158,27 +158,15 @@ def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, s
     world: Any = VirtualClockWorld(SimWorldPhysics(sim))
     target = target_index(scene)
     built = build_planner(scene, sources.with_overrides(planner_overrides(planner, seed)), seed=seed)
-    spreads: list[list[float]] = []
-    estimates: list[list[float]] = []
     with built:
         if built.robust is not None:
             world = built.robust.attach(built.loop, world)
-            belief = built.robust.belief
-            spreads.append(belief.spread().tolist())
-            estimates.append(belief.estimate().tolist())
-            updates = [0]
-
-            def record_narrowing(_loop: Any) -> None:  # after the narrowing: keep each update's belief
-                if belief.updates > updates[0]:
-                    updates[0] = belief.updates
-                    spreads.append(belief.spread().tolist())
-                    estimates.append(belief.estimate().tolist())
-
-            narrow = built.loop.before_plan
-            built.loop.before_plan = lambda loop: (narrow(loop), record_narrowing(loop))
         timed = CpuTimed(built.loop.optimizer, "optimize")
         built.loop.optimizer = timed
         result = built.loop.run(world, max_controls=sources.planner.mpc.max_controls)
+    history = [] if built.robust is None else built.robust.history  # the prior, then each update's belief
+    spreads = [spread.tolist() for _, spread in history]
+    estimates = [estimate.tolist() for estimate, _ in history]
     others = [index for index in range(len(scene.objects)) if index != target]
     disturbed = 0
     if result.states.shape[0] and others:

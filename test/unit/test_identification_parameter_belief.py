@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from parapush.identification.parameter_belief import (
     from_coordinates,
     to_coordinates,
 )
-from parapush.identification.parameters import ObjectParameters
+from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters
 from parapush.scene import ObjectPatch
 
 NOMINAL = ObjectParameters(mass=0.5, support_friction=1.0, pusher_friction=0.2)
@@ -29,17 +31,36 @@ def test_the_prior_has_the_moments_of_the_uniform_spread() -> None:
     np.testing.assert_allclose(from_coordinates(to_coordinates(draws[:5])), draws[:5])
 
 
+EVERY_PARAMETER = BeliefSettings(narrowed=PARAMETER_NAMES)
+
+
 def test_a_parameter_without_spread_is_held_at_its_value() -> None:
-    belief = ParameterBelief.from_spread(NOMINAL, ParameterSpread(pusher_friction=0.0))
+    belief = ParameterBelief.from_spread(NOMINAL, ParameterSpread(pusher_friction=0.0), EVERY_PARAMETER)
     points = belief.sigma_points()
     assert points.shape == (9, 5)  # 2 n + 1 with n = 4 uncertain parameters
     np.testing.assert_allclose(points[:, 2], 0.2)
     np.testing.assert_allclose(belief.representatives(6)[:, 2], 0.2)
 
 
+def test_by_default_the_update_narrows_what_a_push_shows_and_holds_mass_and_support_friction() -> None:
+    belief = ParameterBelief.from_spread(NOMINAL, ParameterSpread(pusher_friction=0.2))
+    points = belief.sigma_points()
+    assert points.shape == (7, 5)  # pusher friction and the centre of mass
+    np.testing.assert_allclose(points[:, :2], np.tile(belief.estimate()[:2], (7, 1)))  # held at the mean
+    before = belief.spread()
+    coordinates = to_coordinates(points)
+    poses = np.stack([coordinates[:, 3] + coordinates[:, 0], coordinates[:, 4], coordinates[:, 2]], axis=1)
+    belief.update(poses, np.array([0.01, -0.005, np.log(0.25)]))
+    after = belief.spread()
+    np.testing.assert_array_equal(after[:2], before[:2])  # held, though the pose depends on the mass here
+    assert np.all(after[2:] < before[2:])
+    assert BeliefSettings(narrowed=["com_x"]).narrowed == ("com_x",)  # a list from a file
+
+
 def test_on_a_linear_measurement_the_update_is_the_kalman_filter() -> None:
     settings = BeliefSettings(position_noise=0.004, yaw_noise=0.05)
-    belief = ParameterBelief.from_spread(NOMINAL, ParameterSpread(pusher_friction=0.2), settings)
+    belief = ParameterBelief.from_spread(NOMINAL, ParameterSpread(pusher_friction=0.2),
+                                         dataclasses.replace(settings, narrowed=PARAMETER_NAMES))
     mean, covariance = belief.mean.copy(), belief.covariance.copy()
     rng = np.random.default_rng(0)
     sensitivity = rng.normal(0.0, 0.05, (3, 5))  # pose = sensitivity @ z + offset
@@ -91,6 +112,9 @@ def test_bad_inputs_name_the_argument() -> None:
         ParameterSpread(mass=1.0)
     with pytest.raises(ValueError, match="position_noise"):
         BeliefSettings(position_noise=0.0)
+    for narrowed in (("com_x", "friction"), (), ("com_x", "com_x")):
+        with pytest.raises(ValueError, match="narrowed"):
+            BeliefSettings(narrowed=narrowed)
     with pytest.raises(ValueError, match="covariance"):
         ParameterBelief(np.zeros(5), -np.eye(5))
     with pytest.raises(ValueError, match="predicted_poses"):

@@ -143,3 +143,22 @@ def test_a_corrector_with_a_cell_map_keeps_it_and_the_prior_centres_on_the_scene
         push_then_plan(recording, loop, state, 2)
         assert robust.belief.updates >= 1  # the belief narrows; the corrector's map stays
     assert corrector.history == [mapped]
+
+
+class FailingCorrector(Corrector):
+    def apply(self, parameters: ObjectParameters) -> ObjectParameters:
+        raise ConnectionError("the prediction service is gone")
+
+
+def test_an_update_that_fails_raises_in_the_planning_thread() -> None:
+    scene = load_scene(SCENE)
+    fine = FineModel(scene, ModelConfig().fine)
+    state = scene.layout.compose(np.asarray(scene.pusher.position), np.array([spec.pose for spec in scene.objects]))
+    loop = Loop()
+    with RobustPlanning(scene, RobustSettings(samples=2), ModelConfig().fine, workers=1,
+                        corrector=FailingCorrector(ObjectParameters.from_scene(scene, 0))) as robust:
+        recording = robust.attach(loop, VirtualClockWorld(PropagatorPhysics(fine, state), clock=lambda: 0.0))
+        with pytest.raises(ConnectionError, match="gone"):
+            push_then_plan(recording, loop, state, 1)
+        robust.settle()  # raised once
+        assert len(robust.history) == 1 + robust.belief.updates == 2

@@ -79,6 +79,24 @@ def test_elites_are_scored_under_every_model_and_ranked_by_the_risk(setup) -> No
     assert np.ptp(scores.costs) > 0.0  # the drawn models predict other outcomes
 
 
+def test_only_a_round_s_best_corrected_elites_are_scored(setup) -> None:
+    scene, fine, identifier = setup
+    belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, 0), ParameterSpread(com_offset=0.02))
+    scoring = RobustScoring(identifier, belief, RobustSettings(samples=4, scored_elites=2))
+    np.testing.assert_array_equal(scoring.scored(np.array([3.0, np.inf, 1.0, 2.0, np.nan])), [2, 3])
+    np.testing.assert_array_equal(scoring.scored(np.array([np.inf, 5.0])), [1])
+    assert scoring.scored(np.array([np.inf, np.nan])).size == 0
+    # K = 1: the corrector's best elite is the only candidate, whatever the drawn models predict
+    expected = plan(planner(scene), scene, fine)
+    one = RobustScoring(identifier, belief, RobustSettings(samples=4, scored_elites=1, risk=RiskMeasure("worst")))
+    robust = plan(planner(scene, one), scene, fine)
+    np.testing.assert_array_equal(robust.controls, expected.controls)
+    np.testing.assert_array_equal(robust.trajectory, expected.trajectory)
+    assert robust.cost >= expected.cost  # its worst case over the models
+    with pytest.raises(ValueError, match="scored_elites"):
+        RobustSettings(scored_elites=0)
+
+
 def test_robust_settings_are_validated_with_the_field_name(setup) -> None:
     scene, _, identifier = setup
     belief = ParameterBelief.from_spread(ObjectParameters.from_scene(scene, 0), ParameterSpread())

@@ -63,8 +63,10 @@ def test_robust_planning_adapts_a_local_corrector_and_gives_its_parameters_back(
             recording.observe()
             recording.wait_until(recording.start(0.08 * push / np.linalg.norm(push), 1.0) + 1.0)
             recording.observe()
-            built.loop.before_plan(built.loop)
-        assert built.robust.belief.updates >= 1
+            built.loop.before_plan(built.loop)  # starts the update beside the plan's coarse search
+        assert built.planner.before_correction == built.robust.settle
+        built.planner.before_correction()  # the plan's first correction waits for the update
+        assert built.robust.belief.updates >= 1 and len(built.robust.history) == 1 + built.robust.belief.updates
         np.testing.assert_allclose(engine.object_parameters(scene.target).as_vector(), built.robust.estimate())
         assert engine.object_parameters(scene.target).com_offset[1] > 0.003  # towards the truth's side
         built.robust.close()  # the task's end: the engine predicts with the scene's parameters again

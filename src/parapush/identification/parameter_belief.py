@@ -12,8 +12,8 @@ com y) (kg, -, -, m, m: every z is a valid object), with mean mu and covariance 
   centres it on identified parameters with the search's final spread.
 - **Update** (:meth:`ParameterBelief.update`: an unscented Kalman measurement step; the
   parameters do not change between controls): the 2n + 1 sigma points z_0 = mu,
-  z_{+-i} = mu +- sqrt(n + 1) L_i (L L^T = Sigma over the n parameters whose variance is not
-  zero; weights 1 / (n + 1) and 1 / (2 (n + 1))) each predict the object's pose y_i after the
+  z_{+-i} = mu +- sqrt(n + 1) L_i (L L^T = Sigma over the n parameters the settings narrow
+  whose variance is not zero; weights 1 / (n + 1) and 1 / (2 (n + 1))) each predict the object's pose y_i after the
   executed control from the state observed before it (one batched fine-model call,
   :class:`~parapush.identification.online_identification.OnlineIdentification`). With their
   mean y^, S = sum W_i (y_i - y^)(y_i - y^)^T + R and C = sum W_i (z_i - mu)(y_i - y^)^T, the
@@ -29,7 +29,8 @@ com y) (kg, -, -, m, m: every z is a valid object), with mean mu and covariance 
 
 What the pushes can narrow: a velocity-controlled pusher in slow quasi-static pushes moves the
 object the same whatever its mass and support friction (both scale the friction force alike),
-so their variance stays (the sigma points predict the same pose: no gain); the centre of mass
+so their variance stays (the sigma points predict the same pose: no gain), and by default the
+update leaves them out (``BeliefSettings.narrowed``); the centre of mass
 and the pusher friction set how the object turns and narrow within a few controls
 (``bench/robust_mpc.py`` measures it).
 """
@@ -77,6 +78,12 @@ class BeliefSettings:
         min_motion: m; a control that moved the object less than this (observed) is not used:
             every hypothesis predicts the same rest, so it carries no information.
         seed: seed of the representatives' standard-normal draws.
+        narrowed: the parameters the update narrows (names of ``PARAMETER_NAMES``); the others
+            keep their mean and spread (and their covariance with these). The default leaves out
+            mass and support friction: a slow push barely depends on them (module docstring; with
+            all five, 3 updates left their spread at 0.95-1.0 of the prior's in
+            ``bench/robust_mpc.py``), and each narrowed parameter costs the update two fine-model
+            rollouts (the sigma points: 5 instead of 9).
     """
 
     position_noise: float = setting(0.005, "observed position's spread around the fine model's prediction after "
@@ -86,8 +93,14 @@ class BeliefSettings:
     min_motion: float = setting(0.001, "controls that moved the object less than this are not used", unit="m",
                                 minimum=0.0)
     seed: int = setting(0, "seed of the representatives' draws", minimum=0)
+    # Not a setting: a list of names (a tuple setting holds real numbers), checked below.
+    narrowed: tuple[str, ...] = ("pusher_friction", "com_x", "com_y")
 
     def __post_init__(self) -> None:
+        narrowed = tuple(self.narrowed)
+        if any(name not in PARAMETER_NAMES for name in narrowed) or not narrowed or len(set(narrowed)) != len(narrowed):
+            raise ValueError(f"narrowed: expected distinct names of {PARAMETER_NAMES}, got {self.narrowed!r}")
+        object.__setattr__(self, "narrowed", narrowed)
         check_settings(self)
 
 
@@ -169,11 +182,13 @@ class ParameterBelief:
 
     # -- the measurement step -------------------------------------------------------------------
     def sigma_points(self) -> np.ndarray:
-        """(2n + 1, 5) parameter vectors at the sigma points (n: parameters with variance > 0)."""
+        """(2n + 1, 5) parameter vectors at the sigma points (n: the settings' ``narrowed``
+        parameters whose variance is > 0)."""
         return from_coordinates(self._sigma_coordinates())
 
     def _sigma_coordinates(self) -> np.ndarray:
-        active = np.flatnonzero(np.diag(self.covariance) > 0.0)
+        narrowed = np.isin(PARAMETER_NAMES, self.settings.narrowed)
+        active = np.flatnonzero((np.diag(self.covariance) > 0.0) & narrowed)
         columns = np.zeros((len(PARAMETER_NAMES), active.size))
         columns[active] = math.sqrt(active.size + 1.0) * _factor(self.covariance[np.ix_(active, active)])
         return np.vstack([self.mean, self.mean + columns.T, self.mean - columns.T])

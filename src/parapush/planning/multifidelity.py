@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,6 +270,9 @@ class MultiFidelityPlanner:
         self.coarse = coarse
         self.multifidelity = settings
         self.robust: Any = None  # a parapush.planning.robust_scoring.RobustScoring ranks the elites; None: nominal
+        self.before_correction: Callable[[], None] | None = None
+        """Called before each correction (None: nothing): e.g. robust planning's belief update,
+        which runs beside the coarse search and must reach the corrector first."""
         self.last_report: MultiFidelityReport | None = None
         refine_settings = _replace_iterations(optimizer.settings, settings.refine_iterations)
         self._refiner = StochasticTrajectoryOptimizer(refine_settings, rng=optimizer.rng)
@@ -474,6 +478,8 @@ class _Round:
         if elites.size == 0:
             return None
         correction_started = time.perf_counter()
+        if planner.before_correction is not None:
+            planner.before_correction()
         corrected, cut = planner._correct(self.model, self.state, controls[elites], durations, trajectories[elites],
                                           end=self.end)
         self.budget_cut |= cut
@@ -482,10 +488,14 @@ class _Round:
         elite_costs = finite_costs(corrected, controls[elites], self.cost)
         elite_costs = np.where(np.isnan(elite_costs), math.inf, elite_costs)
         scores = elite_costs
-        if planner.robust is not None:
+        if planner.robust is not None:  # the corrector's best elites, ranked by the risk over M models
             scoring_started = time.perf_counter()
-            scores = planner.robust.score(self.state, controls[elites], durations, elite_costs, cost=self.cost,
-                                          coarse=planner.coarse, depth=planner.corrected_depth()).scores
+            scored = planner.robust.scored(elite_costs)
+            scores = np.full(elite_costs.shape, math.inf)
+            if scored.size:
+                scores[scored] = planner.robust.score(
+                    self.state, controls[elites][scored], durations, elite_costs[scored], cost=self.cost,
+                    coarse=planner.coarse, depth=planner.corrected_depth()).scores
             planner._robust_seconds = time.perf_counter() - scoring_started
             self.correction_time += planner._robust_seconds
         # coarse cost of each elite as the unbiased coarse model sees it (for the report)

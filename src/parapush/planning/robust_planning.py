@@ -10,10 +10,14 @@ sure about (``config/planner.yaml``'s ``robust`` section, :class:`RobustSettings
 - :class:`~parapush.planning.robust_scoring.RobustScoring` of the planner's elites under the
   corrector's and M - 1 models drawn from the belief;
 - the narrowing: :meth:`RobustPlanning.attach` wraps the loop's world in a
-  :class:`~parapush.planning.async_world.TransitionRecorder` and, before each plan (the loop's
-  ``before_plan``, chained after any hook already there), feeds every control that ran alone
-  to :class:`~parapush.identification.online_identification.OnlineIdentification`; so the
-  update's time is re-plan time, and the next plan's models are drawn from the narrowed belief;
+  :class:`~parapush.planning.async_world.TransitionRecorder` and, at the start of each plan (the
+  loop's ``before_plan``, chained before any hook already there), feeds every control that ran
+  alone to :class:`~parapush.identification.online_identification.OnlineIdentification`; so the
+  update's time is re-plan time, and the next plan's models are drawn from the narrowed belief.
+  With a :class:`~parapush.planning.multifidelity.MultiFidelityPlanner` the update runs on a
+  thread beside the planner's coarse search (which uses neither the belief nor the corrector),
+  and the planner waits for it before its first correction (its ``before_correction``,
+  :meth:`RobustPlanning.settle`); with any other loop it runs before the plan;
 - the corrector's parameters (:class:`CorrectorParameters`: a local prediction engine's, or a
   prediction service's through the MPC node): the belief starts around what the corrector
   predicts with now (e.g. an identification result it was given), and with ``settings.adapt``
@@ -24,6 +28,7 @@ sure about (``config/planner.yaml``'s ``robust`` section, :class:`RobustSettings
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,7 +37,8 @@ from parapush.identification import ObjectIdentifier, ObjectParameters
 from parapush.identification.online_identification import OnlineIdentification
 from parapush.identification.parameter_belief import ParameterBelief
 from parapush.lifecycle import Closeable
-from parapush.planning.async_world import TransitionRecorder
+from parapush.planning.async_world import Transition, TransitionRecorder
+from parapush.planning.multifidelity import MultiFidelityPlanner
 from parapush.planning.robust_scoring import RobustScoring, RobustSettings
 from parapush.scene import Scene
 from parapush.validation import check_instance
@@ -106,41 +112,81 @@ class RobustPlanning(Closeable):
         self.corrector = corrector if settings.adapt and not patched else None
         self.applied: ObjectParameters | None = None
         """The estimate last given to the corrector (None: none yet)."""
+        self.history: list[tuple[np.ndarray, np.ndarray]] = [(self.belief.estimate(), self.belief.spread())]
+        """(estimate, spread) (5,) each of the prior and after each update, in order."""
         self._replaced: ObjectParameters | None = None
+        self._narrowing: threading.Thread | None = None
+        self._narrowing_error: BaseException | None = None
 
     def attach(self, loop: Any, world: Any) -> TransitionRecorder:
         """Narrow the belief as ``loop`` runs on ``world``: returns the world to run the loop on
-        (``world`` recording its transitions) and chains the narrowing into ``loop.before_plan``."""
+        (``world`` recording its transitions) and chains the narrowing into ``loop.before_plan``
+        (beside the coarse search when ``loop.optimizer`` is a multi-fidelity planner: module
+        docstring)."""
         recorder = TransitionRecorder(world)
         previous = loop.before_plan
+        planner = getattr(loop, "optimizer", None)
+        beside_search = isinstance(planner, MultiFidelityPlanner)
+        if beside_search:
+            planner.before_correction = self.settle
 
         def narrow_then_plan(running_loop: Any) -> None:
-            updated = False
-            for transition in recorder.take():
-                updated |= self.online.observe(transition.state, transition.control, transition.duration,
-                                               transition.next_state)
-            if updated and self.corrector is not None:
-                self.applied = ObjectParameters.from_vector(self.belief.estimate())
-                replaced = self.corrector.apply(self.applied)
-                if self._replaced is None:
-                    self._replaced = replaced
+            self.settle()  # one update at a time, in the order of the controls
+            transitions = recorder.take()
+            if transitions:
+                self._narrowing = threading.Thread(target=self._narrow, args=(transitions,), name="belief-narrowing",
+                                                   daemon=True)
+                self._narrowing.start()
+                if not beside_search:
+                    self.settle()
             if previous is not None:
                 previous(running_loop)
 
         loop.before_plan = narrow_then_plan
         return recorder
 
+    def settle(self) -> None:
+        """Wait for the update under way (if any): afterwards the belief and the corrector hold
+        every observed control. Raises what the update raised."""
+        narrowing, self._narrowing = self._narrowing, None
+        if narrowing is not None:
+            narrowing.join()
+        error, self._narrowing_error = self._narrowing_error, None
+        if error is not None:
+            raise error
+
+    def _narrow(self, transitions: list[Transition]) -> None:
+        """The update of :meth:`attach` (on its thread): the belief, then the corrector's estimate."""
+        try:
+            updated = False
+            for transition in transitions:
+                if self.online.observe(transition.state, transition.control, transition.duration,
+                                       transition.next_state):
+                    updated = True
+                    self.history.append((self.belief.estimate(), self.belief.spread()))
+            if updated and self.corrector is not None:
+                self.applied = ObjectParameters.from_vector(self.belief.estimate())
+                replaced = self.corrector.apply(self.applied)
+                if self._replaced is None:
+                    self._replaced = replaced
+        except BaseException as error:  # re-raised by settle(), in the planning thread
+            self._narrowing_error = error
+
     def estimate(self) -> np.ndarray:
-        """(5,) the target's current parameter estimate (order of ``PARAMETER_NAMES``)."""
-        return self.belief.estimate()
+        """(5,) the target's parameter estimate after the last finished update (order of
+        ``PARAMETER_NAMES``)."""
+        return self.history[-1][0]
 
     def spread(self) -> np.ndarray:
         """(5,) its standard deviation per parameter."""
-        return self.belief.spread()
+        return self.history[-1][1]
 
     def close(self) -> None:
-        """Give the corrector back its parameters from before the first estimate and stop the
-        fine-model threads; idempotent."""
+        """Wait for the update under way, give the corrector back its parameters from before the
+        first estimate and stop the fine-model threads; idempotent."""
+        narrowing, self._narrowing = self._narrowing, None
+        if narrowing is not None:
+            narrowing.join()  # its error, if any, is the plan's, which has ended
         replaced, self._replaced = self._replaced, None
         if replaced is not None and self.corrector is not None:
             self.corrector.apply(replaced)

@@ -40,6 +40,17 @@ def test_numpy_forward_equals_torch_forward(tmp_path):
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
     # an edge mask of all False makes the messages vanish: the output changes
     assert not np.allclose(loaded.forward(nodes, node_mask, edges, np.zeros_like(edge_mask)), actual)
+    # padded graphs with few edges (as a crowded scene's): numpy computes only the edges that exist
+    sparse = (rng.random((5, 4, 4)) < 0.15) & ~np.eye(4, dtype=bool)
+    padded = np.arange(4)[None, :] < np.array([4, 3, 2, 1, 4])[:, None]
+    sparse &= padded[:, :, None] & padded[:, None, :]
+    with torch.no_grad():
+        expected = network(
+            torch.from_numpy(((nodes - statistics["node_mean"]) / statistics["node_scale"]).astype(np.float32)),
+            torch.from_numpy(((edges - statistics["edge_mean"]) / statistics["edge_scale"]).astype(np.float32)),
+            torch.from_numpy(sparse)).numpy() * statistics["output_scale"] + statistics["output_mean"]
+    np.testing.assert_allclose(loaded.forward(nodes, padded, edges, sparse), np.where(padded[..., None], expected, 0.0),
+                               rtol=1e-4, atol=1e-5)
 
 
 def _state(scene, pusher=None, twists=None):

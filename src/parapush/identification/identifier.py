@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from parapush.identification.model_variants import ObjectModelVariants
-from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters, ParameterBounds
+from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters, ParameterBounds, parameter_names
 from parapush.lifecycle import Closeable
 from parapush.physics.backends import ThreadBackend
 from parapush.physics.fine import FineModel
@@ -104,11 +104,7 @@ class IdentificationSettings:
     seed: int = setting(0, "the sampler's seed")
 
     def __post_init__(self) -> None:
-        fit = tuple(self.fit)
-        unknown = [name for name in fit if name not in PARAMETER_NAMES]
-        if unknown or not fit or len(set(fit)) != len(fit):
-            raise ValueError(f"fit: expected distinct names of {PARAMETER_NAMES}, got {self.fit!r}")
-        object.__setattr__(self, "fit", fit)
+        object.__setattr__(self, "fit", parameter_names("fit", self.fit))
         check_settings(self)
         if self.elite >= self.population:
             raise ValueError(f"elite: must be < population ({self.population}), got {self.elite}")

@@ -13,8 +13,8 @@ com y) (kg, -, -, m, m: every z is a valid object), with mean mu and covariance 
 - **Update** (:meth:`ParameterBelief.update`: an unscented Kalman measurement step; the
   parameters do not change between controls): the 2n + 1 sigma points z_0 = mu,
   z_{+-i} = mu +- sqrt(n + 1) L_i (L L^T = Sigma over the n parameters the settings narrow
-  whose variance is not zero; weights 1 / (n + 1) and 1 / (2 (n + 1))) each predict the object's pose y_i after the
-  executed control from the state observed before it (one batched fine-model call,
+  whose variance is not zero; weights 1 / (n + 1) and 1 / (2 (n + 1))) each predict the
+  object's pose y_i after the executed control from the state observed before it (one batched fine-model call,
   :class:`~parapush.identification.online_identification.OnlineIdentification`). With their
   mean y^, S = sum W_i (y_i - y^)(y_i - y^)^T + R and C = sum W_i (z_i - mu)(y_i - y^)^T, the
   observed pose y gives K = C S^-1, mu <- mu + K (y - y^), Sigma <- Sigma - K S K^T (yaw
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters
+from parapush.identification.parameters import PARAMETER_NAMES, ObjectParameters, parameter_names
 from parapush.scene.state import wrap_angle
 from parapush.scene.uncertainty import ParameterSpread
 from parapush.settings import check_settings, setting
@@ -97,10 +97,7 @@ class BeliefSettings:
     narrowed: tuple[str, ...] = ("pusher_friction", "com_x", "com_y")
 
     def __post_init__(self) -> None:
-        narrowed = tuple(self.narrowed)
-        if any(name not in PARAMETER_NAMES for name in narrowed) or not narrowed or len(set(narrowed)) != len(narrowed):
-            raise ValueError(f"narrowed: expected distinct names of {PARAMETER_NAMES}, got {self.narrowed!r}")
-        object.__setattr__(self, "narrowed", narrowed)
+        object.__setattr__(self, "narrowed", parameter_names("narrowed", self.narrowed))
         check_settings(self)
 
 

@@ -25,6 +25,15 @@ PARAMETER_NAMES = ("mass", "support_friction", "pusher_friction", "com_x", "com_
 """The order of the parameter vector (kg, -, -, m, m)."""
 
 
+def parameter_names(name: str, value) -> tuple[str, ...]:
+    """``value`` (names of ``PARAMETER_NAMES``, e.g. a list from a file) as a tuple; ValueError
+    naming ``name`` unless it holds at least one name, each known and at most once."""
+    names = tuple(value)
+    if not names or len(set(names)) != len(names) or any(item not in PARAMETER_NAMES for item in names):
+        raise ValueError(f"{name}: expected distinct names of {PARAMETER_NAMES}, got {value!r}")
+    return names
+
+
 @dataclass(frozen=True)
 class ObjectParameters:
     """Physical parameters of one object (SI units).

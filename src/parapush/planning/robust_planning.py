@@ -148,12 +148,15 @@ class RobustPlanning(Closeable):
     def settle(self) -> None:
         """Wait for the update under way (if any): afterwards the belief and the corrector hold
         every observed control. Raises what the update raised."""
-        narrowing, self._narrowing = self._narrowing, None
-        if narrowing is not None:
-            narrowing.join()
+        self._join_narrowing()
         error, self._narrowing_error = self._narrowing_error, None
         if error is not None:
             raise error
+
+    def _join_narrowing(self) -> None:
+        narrowing, self._narrowing = self._narrowing, None
+        if narrowing is not None:
+            narrowing.join()
 
     def _narrow(self, transitions: list[Transition]) -> None:
         """The update of :meth:`attach` (on its thread): the belief, then the corrector's estimate."""
@@ -184,9 +187,7 @@ class RobustPlanning(Closeable):
     def close(self) -> None:
         """Wait for the update under way, give the corrector back its parameters from before the
         first estimate and stop the fine-model threads; idempotent."""
-        narrowing, self._narrowing = self._narrowing, None
-        if narrowing is not None:
-            narrowing.join()  # its error, if any, is the plan's, which has ended
+        self._join_narrowing()  # its error, if any, is the plan's, which has ended
         replaced, self._replaced = self._replaced, None
         if replaced is not None and self.corrector is not None:
             self.corrector.apply(replaced)

@@ -147,7 +147,6 @@ class RobustScoring:
         costs = np.where(np.isnan(costs), math.inf, costs)
         return RobustScores(scores=self.settings.risk.aggregate(costs), costs=costs)
 
-
     def scored(self, corrected_costs: np.ndarray) -> np.ndarray:
         """Indices of the elites to score: the ``scored_elites`` with the lowest finite
         ``corrected_costs`` (E,) (an elite the corrector could not predict is never scored)."""

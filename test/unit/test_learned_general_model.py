@@ -51,6 +51,16 @@ def test_numpy_forward_equals_torch_forward(tmp_path):
             torch.from_numpy(sparse)).numpy() * statistics["output_scale"] + statistics["output_mean"]
     np.testing.assert_allclose(loaded.forward(nodes, padded, edges, sparse), np.where(padded[..., None], expected, 0.0),
                                rtol=1e-4, atol=1e-5)
+    # numpy evaluates the masked nodes only, and any node an edge touches: the torch network masks edges, not nodes
+    unmasked_ends = (rng.random((5, 4, 4)) < 0.3) & ~np.eye(4, dtype=bool)
+    assert np.any(unmasked_ends & ~(padded[:, :, None] & padded[:, None, :]))
+    with torch.no_grad():
+        expected = network(
+            torch.from_numpy(((nodes - statistics["node_mean"]) / statistics["node_scale"]).astype(np.float32)),
+            torch.from_numpy(((edges - statistics["edge_mean"]) / statistics["edge_scale"]).astype(np.float32)),
+            torch.from_numpy(unmasked_ends)).numpy() * statistics["output_scale"] + statistics["output_mean"]
+    np.testing.assert_allclose(loaded.forward(nodes, padded, edges, unmasked_ends),
+                               np.where(padded[..., None], expected, 0.0), rtol=1e-4, atol=1e-5)
 
 
 def _state(scene, pusher=None, twists=None):
@@ -221,3 +231,62 @@ def test_mirroring_the_scene_mirrors_the_features_as_training_augments_them():
     np.testing.assert_allclose(flipped.nodes, original.nodes[..., permutation] * node_signs, atol=1e-9)
     np.testing.assert_array_equal(flipped.edge_mask, original.edge_mask)
     np.testing.assert_allclose(flipped.edges, original.edges * edge_signs, atol=1e-9)
+
+
+def _clipped_against_every_body(encoder, pusher, travel, centroids, yaws, supports, pusher_radius, present):
+    """The gate without the bounding-disc shortcut: Cyrus-Beck of every path against every body."""
+    from parapush.learning.gating import GATE_PENETRATION
+    from parapush.learning.graph_encoding import _rotate
+
+    start = _rotate(pusher[:, None, :] - centroids, -yaws)
+    move = _rotate(np.broadcast_to(travel[:, None, :], centroids.shape), -yaws)
+    along = move @ encoder._normals.T
+    gap = supports + (pusher_radius[:, None, None] - GATE_PENETRATION) - start @ encoder._normals.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = gap / along
+    entering = np.where(along < 0.0, bound, np.where((along == 0.0) & (gap < 0.0), np.inf, -np.inf))
+    leaving = np.where(along > 0.0, bound, np.where((along == 0.0) & (gap < 0.0), -np.inf, np.inf))
+    enter = np.maximum(np.max(entering, axis=-1), 0.0)
+    leave = np.minimum(np.min(leaving, axis=-1), 1.0)
+    contact = (enter <= leave) & present
+    return contact, np.where(contact, enter, 1.0)
+
+
+def test_the_gate_clips_only_bodies_near_the_path_and_finds_the_same_contacts():
+    from parapush.learning.body_descriptors import BodyDescriptors
+    from parapush.learning.graph_encoding import GraphEncoder
+
+    scene = mixed_scene()
+    descriptors = BodyDescriptors.from_scene(scene)
+    encoder = GraphEncoder(GraphEncodingSpec())
+    rng = np.random.default_rng(11)
+    rows, bodies = 4000, len(descriptors.present)
+    poses = np.array([item.pose for item in scene.objects] + [item.pose for item in scene.obstacles])
+    yaws = np.broadcast_to(poses[:, 2], (rows, bodies))
+    centroids = np.broadcast_to(poses[:, :2] + np.stack(
+        [np.cos(poses[:, 2]) * descriptors.centroids[:, 0] - np.sin(poses[:, 2]) * descriptors.centroids[:, 1],
+         np.sin(poses[:, 2]) * descriptors.centroids[:, 0] + np.cos(poses[:, 2]) * descriptors.centroids[:, 1]],
+        axis=-1), (rows, bodies, 2))
+    pusher = rng.uniform([-0.25, -0.2], [0.35, 0.35], (rows, 2))
+    travel = rng.normal(0.0, 0.06, (rows, 2)) * (rng.random((rows, 1)) < 0.95)  # some rows stand still
+    pusher_radius = rng.uniform(0.005, 0.03, rows)
+    present = ~descriptors.static
+    contact, entry = encoder.path_contacts(pusher, travel, centroids, yaws, descriptors.supports, pusher_radius, present)
+    expected_contact, expected_entry = _clipped_against_every_body(
+        encoder, pusher, travel, centroids, yaws, np.broadcast_to(descriptors.supports, (rows, bodies, 64)),
+        pusher_radius, np.broadcast_to(present, (rows, bodies)))
+    assert 0.1 < contact.any(axis=1).mean() < 0.9  # the paths graze, enter and miss
+    np.testing.assert_array_equal(contact, expected_contact)
+    np.testing.assert_allclose(entry, expected_entry, rtol=0.0, atol=1e-12)
+
+
+def test_support_read_through_rows_equals_support_of_gathered_tables():
+    from parapush.learning.body_descriptors import BodyDescriptors, support_along
+
+    tables = BodyDescriptors.from_scene(mixed_scene()).supports  # (B, S)
+    rng = np.random.default_rng(5)
+    rows = rng.integers(0, len(tables), (7, 3))
+    angles = rng.uniform(-10.0, 10.0, (7, 3, 4))
+    np.testing.assert_array_equal(support_along(tables, angles, rows=rows), support_along(tables[rows], angles))
+    with pytest.raises(ValueError, match="tables"):
+        support_along(tables[None], angles, rows=rows)

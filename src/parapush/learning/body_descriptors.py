@@ -42,12 +42,14 @@ def support_table(outline: Outline) -> tuple[np.ndarray, np.ndarray]:
     return centroid.copy(), outline.extent_along(directions) - directions @ centroid
 
 
-def support_along(tables: np.ndarray, angles: np.ndarray) -> np.ndarray:
+def support_along(tables: np.ndarray, angles: np.ndarray, *, rows: np.ndarray | None = None) -> np.ndarray:
     """Support of bodies along directions given by their angle in the body frame.
 
     Args:
-        tables: (..., S) support tables (broadcast against ``angles`` without its last axis).
+        tables: (..., S) support tables (broadcast against ``angles`` without its last axis), or
+            with ``rows`` (R, S), the tables of R bodies.
         angles: (..., K) body-frame direction angles, rad.
+        rows: (...) the row of ``tables`` each body's support is read from (no table is copied).
     Returns:
         (..., K) support about the centroid, m (linear interpolation between samples).
     """
@@ -55,6 +57,13 @@ def support_along(tables: np.ndarray, angles: np.ndarray) -> np.ndarray:
     lower = np.floor(position).astype(np.int64) % SUPPORT_SAMPLES
     upper = (lower + 1) % SUPPORT_SAMPLES
     fraction = position - np.floor(position)
+    if rows is not None:
+        if tables.ndim != 2 or tables.shape[1] != SUPPORT_SAMPLES:
+            raise ValueError(f"tables: expected shape (R, {SUPPORT_SAMPLES}) with rows, got {tables.shape}")
+        flat = np.ascontiguousarray(tables).reshape(-1)
+        start = (np.asarray(rows, dtype=np.int64) * SUPPORT_SAMPLES)[..., None]
+        low, high = flat[start + lower], flat[start + upper]
+        return low + fraction * (high - low)
     shape = np.broadcast_shapes(tables.shape[:-1], angles.shape[:-1])
     tables = np.broadcast_to(tables, (*shape, SUPPORT_SAMPLES))
     low = np.take_along_axis(tables, np.broadcast_to(lower, (*shape, lower.shape[-1])), axis=-1)

@@ -11,7 +11,8 @@ Linear -> ReLU -> Linear):
 
 The first layer of ``edge_r`` is evaluated split by its three inputs
 (h_i W_s + h_j W_r + e_ij W_e + b), which is the same affine map at a fraction of the cost,
-and only for the edges that exist (the mask's), not for all N x N pairs of a padded graph.
+and only for the nodes and edges that exist (the masks'), not for the padding or all N x N pairs of a
+padded graph.
 Sum aggregation and the shared per-body and per-edge maps make the outputs equivariant to
 the order of the bodies and let one network serve any number of them.
 
@@ -123,27 +124,37 @@ class GraphNetworkWeights:
         count, width = nodes.shape[:2]
         if edges.shape != (count, width, width, self.edge_size):
             raise ValueError(f"edges: expected shape {(count, width, width, self.edge_size)}, got {edges.shape}")
-        node_input = ((nodes - self.statistics["node_mean"]) / self.statistics["node_scale"]).astype(np.float32)
-        # only the edges that exist: in a crowded scene's graphs about 1 in 8 of the N x N pairs
-        graph, sender, receiver = np.nonzero(np.asarray(edge_mask, dtype=bool))  # (K,) each
+        # only the nodes and edges that exist: in a crowded scene's graphs about 1 in 8 of the N x N pairs are
+        # edges and a third of the padded nodes are padding. Edges in receiver-major order ([g, j, i]), so that
+        # each receiver's messages are contiguous and summed in sender order
+        edge_mask = np.asarray(edge_mask, dtype=bool)
+        graph, receiver, sender = np.nonzero(edge_mask.transpose(0, 2, 1))  # (K,) each
+        used = np.asarray(node_mask, dtype=bool).reshape(-1).copy()  # nodes evaluated: masked or an edge's end
+        used[graph * width + sender] = True
+        used[graph * width + receiver] = True
+        kept = np.flatnonzero(used)  # (R,) rows of the flattened (G N) nodes
+        compact = np.cumsum(used) - 1
+        sending, receiving = compact[graph * width + sender], compact[graph * width + receiver]
+        first = np.flatnonzero(np.r_[True, receiving[1:] != receiving[:-1]]) if receiving.size else receiving
+        node_input = ((nodes.reshape(count * width, -1)[kept] - self.statistics["node_mean"])
+                      / self.statistics["node_scale"]).astype(np.float32)  # (R, F)
         edge_input = ((edges[graph, sender, receiver] - self.statistics["edge_mean"])
                       / self.statistics["edge_scale"]).astype(np.float32)  # (K, E)
-        receiving = graph * width + receiver  # (K,) rows of the flattened (G N) nodes
         hidden = self._mlp("encoder", node_input)
         size = self.hidden
         for index in range(self.rounds):
             weight = self.parameters[f"edge{index}.0.weight"]
-            pre = ((hidden @ weight[:size])[graph, sender] + (hidden @ weight[size:2 * size])[graph, receiver]
+            pre = ((hidden @ weight[:size])[sending] + (hidden @ weight[size:2 * size])[receiving]
                    + edge_input @ weight[2 * size:] + self.parameters[f"edge{index}.0.bias"])
             np.maximum(pre, 0.0, out=pre)
             messages = pre @ self.parameters[f"edge{index}.1.weight"] + self.parameters[f"edge{index}.1.bias"]
-            aggregated = np.zeros((count * width, size), dtype=np.float32)
-            np.add.at(aggregated, receiving, messages)  # sum over the senders i of each receiver j
-            aggregated = aggregated.reshape(count, width, size)
+            aggregated = np.zeros_like(hidden)
+            if first.size:
+                aggregated[receiving[first]] = np.add.reduceat(messages, first, axis=0)  # sum over senders i of j
             hidden = hidden + self._mlp(f"node{index}", np.concatenate([hidden, aggregated], axis=-1))
-        outputs = self._mlp("decoder", hidden).astype(np.float64)
-        outputs = outputs * self.statistics["output_scale"] + self.statistics["output_mean"]
-        return np.where(node_mask[..., None], outputs, 0.0)
+        outputs = np.zeros((count * width, self.output_size))
+        outputs[kept] = self._mlp("decoder", hidden) * self.statistics["output_scale"] + self.statistics["output_mean"]
+        return np.where(node_mask[..., None], outputs.reshape(count, width, -1), 0.0)
 
     def save(self, path: str | Path) -> Path:
         """Write float32 arrays and the metadata to ``path`` (.npz, uncompressed)."""

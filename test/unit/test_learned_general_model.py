@@ -233,25 +233,6 @@ def test_mirroring_the_scene_mirrors_the_features_as_training_augments_them():
     np.testing.assert_allclose(flipped.edges, original.edges * edge_signs, atol=1e-9)
 
 
-def _clipped_against_every_body(encoder, pusher, travel, centroids, yaws, supports, pusher_radius, present):
-    """The gate without the bounding-disc shortcut: Cyrus-Beck of every path against every body."""
-    from parapush.learning.gating import GATE_PENETRATION
-    from parapush.learning.graph_encoding import _rotate
-
-    start = _rotate(pusher[:, None, :] - centroids, -yaws)
-    move = _rotate(np.broadcast_to(travel[:, None, :], centroids.shape), -yaws)
-    along = move @ encoder._normals.T
-    gap = supports + (pusher_radius[:, None, None] - GATE_PENETRATION) - start @ encoder._normals.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bound = gap / along
-    entering = np.where(along < 0.0, bound, np.where((along == 0.0) & (gap < 0.0), np.inf, -np.inf))
-    leaving = np.where(along > 0.0, bound, np.where((along == 0.0) & (gap < 0.0), -np.inf, np.inf))
-    enter = np.maximum(np.max(entering, axis=-1), 0.0)
-    leave = np.minimum(np.min(leaving, axis=-1), 1.0)
-    contact = (enter <= leave) & present
-    return contact, np.where(contact, enter, 1.0)
-
-
 def test_the_gate_clips_only_bodies_near_the_path_and_finds_the_same_contacts():
     from parapush.learning.body_descriptors import BodyDescriptors
     from parapush.learning.graph_encoding import GraphEncoder
@@ -272,9 +253,12 @@ def test_the_gate_clips_only_bodies_near_the_path_and_finds_the_same_contacts():
     pusher_radius = rng.uniform(0.005, 0.03, rows)
     present = ~descriptors.static
     contact, entry = encoder.path_contacts(pusher, travel, centroids, yaws, descriptors.supports, pusher_radius, present)
-    expected_contact, expected_entry = _clipped_against_every_body(
-        encoder, pusher, travel, centroids, yaws, np.broadcast_to(descriptors.supports, (rows, bodies, 64)),
-        pusher_radius, np.broadcast_to(present, (rows, bodies)))
+    # the reference: every path clipped against every body, no shortcut
+    hit, enter = encoder.clip(
+        (pusher[:, None] - centroids).reshape(-1, 2), np.repeat(travel, bodies, axis=0), yaws.reshape(-1),
+        np.broadcast_to(descriptors.supports, (rows, bodies, 64)).reshape(-1, 64), np.repeat(pusher_radius, bodies))
+    expected_contact = hit.reshape(rows, bodies) & present[None, :]
+    expected_entry = np.where(expected_contact, enter.reshape(rows, bodies), 1.0)
     assert 0.1 < contact.any(axis=1).mean() < 0.9  # the paths graze, enter and miss
     np.testing.assert_array_equal(contact, expected_contact)
     np.testing.assert_allclose(entry, expected_entry, rtol=0.0, atol=1e-12)

@@ -199,21 +199,33 @@ class GraphEncoder:
         entry = np.ones((count, bodies))
         if row.size == 0:
             return contact, entry
-        yaw = yaws[row, body]
-        start = _rotate(-relative[row, body], -yaw)  # (K, 2) body-local
-        move = _rotate(travel[row], -yaw)
-        along = move @ self._normals.T  # (K, S)
-        gap = supports[row, body] + (pusher_radius[row, None] - GATE_PENETRATION) - start @ self._normals.T
+        hit, enter = self.clip(-relative[row, body], travel[row], yaws[row, body], supports[row, body],
+                               pusher_radius[row])
+        contact[row, body] = hit
+        entry[row, body] = np.where(hit, enter, 1.0)
+        return contact, entry
+
+    def clip(self, start: np.ndarray, travel: np.ndarray, yaws: np.ndarray, supports: np.ndarray,
+             pusher_radius: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cyrus-Beck clipping of K paths, each against one body's inflated support polygon.
+
+        Args:
+            start: (K, 2) the pusher's start relative to the body's centroid, m (table frame).
+            travel: (K, 2) u T, m. yaws: (K,) the body's yaw, rad. supports: (K, S) its support
+            table, m. pusher_radius: (K,) m.
+        Returns:
+            (contact (K,) bool, path fraction of first contact (K,), meaningful where contact).
+        """
+        local_start = _rotate(start, -yaws)  # body-local
+        along = _rotate(travel, -yaws) @ self._normals.T  # (K, S)
+        gap = supports + (pusher_radius[:, None] - GATE_PENETRATION) - local_start @ self._normals.T
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = gap / along
         entering = np.where(along < 0.0, bound, np.where((along == 0.0) & (gap < 0.0), np.inf, -np.inf))
         leaving = np.where(along > 0.0, bound, np.where((along == 0.0) & (gap < 0.0), -np.inf, np.inf))
         enter = np.maximum(np.max(entering, axis=-1), 0.0)
         leave = np.minimum(np.min(leaving, axis=-1), 1.0)
-        hit = enter <= leave
-        contact[row, body] = hit
-        entry[row, body] = np.where(hit, enter, 1.0)
-        return contact, entry
+        return enter <= leave, enter
 
     def encode(
         self,

@@ -252,7 +252,8 @@ def test_the_gate_clips_only_bodies_near_the_path_and_finds_the_same_contacts():
     travel = rng.normal(0.0, 0.06, (rows, 2)) * (rng.random((rows, 1)) < 0.95)  # some rows stand still
     pusher_radius = rng.uniform(0.005, 0.03, rows)
     present = ~descriptors.static
-    contact, entry = encoder.path_contacts(pusher, travel, centroids, yaws, descriptors.supports, pusher_radius, present)
+    contact, entry = encoder.path_contacts(pusher, travel, centroids, yaws, descriptors.supports, pusher_radius,
+                                           present)
     # the reference: every path clipped against every body, no shortcut
     hit, enter = encoder.clip(
         (pusher[:, None] - centroids).reshape(-1, 2), np.repeat(travel, bodies, axis=0), yaws.reshape(-1),

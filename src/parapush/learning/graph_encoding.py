@@ -276,7 +276,8 @@ class GraphEncoder:
                               | (np.abs(twists[..., 2]) > self.spec.moving_yaw_rate))
         between = centroids[:, :, None] - centroids[:, None]
         reach = bounding[:, :, None] + bounding[:, None, :] + (length + self.spec.reach_margin)[:, None, None]
-        near = (np.einsum("mijk,mijk->mij", between, between) < reach * reach) & present[:, :, None] & present[:, None, :]
+        near = ((np.einsum("mijk,mijk->mij", between, between) < reach * reach)
+                & present[:, :, None] & present[:, None, :])
         object_near = near & is_object[:, :, None] & is_object[:, None, :]
         involved = contact | moving
         for _ in range(objects):

@@ -31,11 +31,15 @@ def test_numpy_forward_equals_torch_forward(tmp_path):
     edges = rng.normal(size=(5, 4, 4, EDGE_SIZE))
     edge_mask = rng.random((5, 4, 4)) < 0.6
     node_mask = np.ones((5, 4), dtype=bool)
-    with torch.no_grad():
-        expected = network(
-            torch.from_numpy(((nodes - statistics["node_mean"]) / statistics["node_scale"]).astype(np.float32)),
-            torch.from_numpy(((edges - statistics["edge_mean"]) / statistics["edge_scale"]).astype(np.float32)),
-            torch.from_numpy(edge_mask)).numpy() * statistics["output_scale"] + statistics["output_mean"]
+
+    def torch_outputs(mask):
+        with torch.no_grad():
+            return network(
+                torch.from_numpy(((nodes - statistics["node_mean"]) / statistics["node_scale"]).astype(np.float32)),
+                torch.from_numpy(((edges - statistics["edge_mean"]) / statistics["edge_scale"]).astype(np.float32)),
+                torch.from_numpy(mask)).numpy() * statistics["output_scale"] + statistics["output_mean"]
+
+    expected = torch_outputs(edge_mask)
     actual = loaded.forward(nodes, node_mask, edges, edge_mask)
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
     # an edge mask of all False makes the messages vanish: the output changes
@@ -44,23 +48,13 @@ def test_numpy_forward_equals_torch_forward(tmp_path):
     sparse = (rng.random((5, 4, 4)) < 0.15) & ~np.eye(4, dtype=bool)
     padded = np.arange(4)[None, :] < np.array([4, 3, 2, 1, 4])[:, None]
     sparse &= padded[:, :, None] & padded[:, None, :]
-    with torch.no_grad():
-        expected = network(
-            torch.from_numpy(((nodes - statistics["node_mean"]) / statistics["node_scale"]).astype(np.float32)),
-            torch.from_numpy(((edges - statistics["edge_mean"]) / statistics["edge_scale"]).astype(np.float32)),
-            torch.from_numpy(sparse)).numpy() * statistics["output_scale"] + statistics["output_mean"]
-    np.testing.assert_allclose(loaded.forward(nodes, padded, edges, sparse), np.where(padded[..., None], expected, 0.0),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(loaded.forward(nodes, padded, edges, sparse),
+                               np.where(padded[..., None], torch_outputs(sparse), 0.0), rtol=1e-4, atol=1e-5)
     # numpy evaluates the masked nodes only, and any node an edge touches: the torch network masks edges, not nodes
     unmasked_ends = (rng.random((5, 4, 4)) < 0.3) & ~np.eye(4, dtype=bool)
     assert np.any(unmasked_ends & ~(padded[:, :, None] & padded[:, None, :]))
-    with torch.no_grad():
-        expected = network(
-            torch.from_numpy(((nodes - statistics["node_mean"]) / statistics["node_scale"]).astype(np.float32)),
-            torch.from_numpy(((edges - statistics["edge_mean"]) / statistics["edge_scale"]).astype(np.float32)),
-            torch.from_numpy(unmasked_ends)).numpy() * statistics["output_scale"] + statistics["output_mean"]
     np.testing.assert_allclose(loaded.forward(nodes, padded, edges, unmasked_ends),
-                               np.where(padded[..., None], expected, 0.0), rtol=1e-4, atol=1e-5)
+                               np.where(padded[..., None], torch_outputs(unmasked_ends), 0.0), rtol=1e-4, atol=1e-5)
 
 
 def _state(scene, pusher=None, twists=None):
@@ -234,8 +228,9 @@ def test_mirroring_the_scene_mirrors_the_features_as_training_augments_them():
 
 
 def test_the_gate_clips_only_bodies_near_the_path_and_finds_the_same_contacts():
-    from parapush.learning.body_descriptors import BodyDescriptors
+    from parapush.learning.body_descriptors import SUPPORT_SAMPLES, BodyDescriptors
     from parapush.learning.graph_encoding import GraphEncoder
+    from parapush.physics.planar_geometry import rotate
 
     scene = mixed_scene()
     descriptors = BodyDescriptors.from_scene(scene)
@@ -244,10 +239,7 @@ def test_the_gate_clips_only_bodies_near_the_path_and_finds_the_same_contacts():
     rows, bodies = 4000, len(descriptors.present)
     poses = np.array([item.pose for item in scene.objects] + [item.pose for item in scene.obstacles])
     yaws = np.broadcast_to(poses[:, 2], (rows, bodies))
-    centroids = np.broadcast_to(poses[:, :2] + np.stack(
-        [np.cos(poses[:, 2]) * descriptors.centroids[:, 0] - np.sin(poses[:, 2]) * descriptors.centroids[:, 1],
-         np.sin(poses[:, 2]) * descriptors.centroids[:, 0] + np.cos(poses[:, 2]) * descriptors.centroids[:, 1]],
-        axis=-1), (rows, bodies, 2))
+    centroids = np.broadcast_to(poses[:, :2] + rotate(descriptors.centroids, poses[:, 2]), (rows, bodies, 2))
     pusher = rng.uniform([-0.25, -0.2], [0.35, 0.35], (rows, 2))
     travel = rng.normal(0.0, 0.06, (rows, 2)) * (rng.random((rows, 1)) < 0.95)  # some rows stand still
     pusher_radius = rng.uniform(0.005, 0.03, rows)
@@ -257,7 +249,8 @@ def test_the_gate_clips_only_bodies_near_the_path_and_finds_the_same_contacts():
     # the reference: every path clipped against every body, no shortcut
     hit, enter = encoder.clip(
         (pusher[:, None] - centroids).reshape(-1, 2), np.repeat(travel, bodies, axis=0), yaws.reshape(-1),
-        np.broadcast_to(descriptors.supports, (rows, bodies, 64)).reshape(-1, 64), np.repeat(pusher_radius, bodies))
+        np.broadcast_to(descriptors.supports, (rows, bodies, SUPPORT_SAMPLES)).reshape(-1, SUPPORT_SAMPLES),
+        np.repeat(pusher_radius, bodies))
     expected_contact = hit.reshape(rows, bodies) & present[None, :]
     expected_entry = np.where(expected_contact, enter.reshape(rows, bodies), 1.0)
     assert 0.1 < contact.any(axis=1).mean() < 0.9  # the paths graze, enter and miss

@@ -284,6 +284,7 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
                 "replans_from_observation": result.replans_from_observation,
                 "fallbacks": result.fallbacks,
                 "budget_cuts": result.budget_cuts,
+                "diverged_predictions": result.diverged_predictions,
                 "prediction_error_mm": [1e3 * step.prediction_error for step in result.steps],
             }
         engine = getattr(built.model, "engine", None)

@@ -54,6 +54,21 @@ def test_goal_distance_uses_the_final_state_and_the_outside_hinge() -> None:
     np.testing.assert_allclose(paper, [0.01, 0.0009], rtol=1e-12)
 
 
+def test_goal_distance_hinge_inset_starts_the_hinge_inside_the_region() -> None:
+    scene = tiny_scene(goal=(0.15, 0.05), goal_radius=0.05)
+    trajectories, controls = static_batch(scene, initial_state(scene), samples=3)
+    set_target(scene, trajectories[0:1], (0.15, 0.09), steps=-1)  # 0.04 m: inside the region, past the inset edge
+    set_target(scene, trajectories[1:2], (0.15, 0.07), steps=-1)  # 0.02 m: inside the shrunk region
+    set_target(scene, trajectories[2:3], (0.25, 0.05), steps=-1)  # 0.1 m: outside
+    values = GoalDistance.from_scene(scene, outside_slope=0.5, hinge_inset=0.02).evaluate(trajectories, controls)
+    np.testing.assert_allclose(values, [0.04**2 + 0.5 * 0.01, 0.02**2, 0.1**2 + 0.5 * 0.07], rtol=1e-12)
+    # an inset over the radius starts the hinge at the centre: 0.5 d on top of d^2
+    cone = GoalDistance.from_scene(scene, outside_slope=0.5, hinge_inset=0.2).evaluate(trajectories, controls)
+    np.testing.assert_allclose(cone, [0.04**2 + 0.02, 0.02**2 + 0.01, 0.1**2 + 0.05], rtol=1e-12)
+    with pytest.raises(CostConfigError, match="goal_distance.hinge_inset"):
+        GoalDistance.from_scene(scene, hinge_inset=-0.01)
+
+
 def test_goal_distance_needs_a_goal() -> None:
     scene = tiny_scene()
     from dataclasses import replace
@@ -306,3 +321,21 @@ def test_pusher_goal_side_charges_only_a_pusher_ahead_of_the_target_towards_the_
     assert term.evaluate(trajectories, controls)[0] == 0.0
     with pytest.raises(CostConfigError, match="pusher_goal_side.weight"):
         PusherGoalSide.from_scene(scene, weight=-1.0)
+
+
+def test_pusher_goal_side_behind_margin_charges_a_pusher_beside_the_target() -> None:
+    scene = tiny_scene(target_position=(0.0, 0.0), goal=(0.3, 0.0))  # the goal along +x
+    trajectories, controls = static_batch(scene, initial_state(scene))
+    trajectories[0, :, 0:2] = [
+        [0.0, 0.07],  # x_0 is not charged
+        [-0.07, 0.0],  # 7 cm behind the centre: 0
+        [0.0, 0.07],  # beside it: the margin, 0.02^2
+        [-0.01, 0.07],  # 1 cm behind, beside: 0.01^2
+        [0.02, 0.0],  # 2 cm ahead: (0.02 + 0.02)^2
+    ]
+    term = PusherGoalSide.from_scene(scene, behind_margin=0.02)
+    assert term.evaluate(trajectories, controls)[0] == pytest.approx(0.02**2 + 0.01**2 + 0.04**2)
+    set_target(scene, trajectories, (0.3, 0.0))  # at the goal centre the side is undefined: 0
+    assert term.evaluate(trajectories, controls)[0] == 0.0
+    with pytest.raises(CostConfigError, match="pusher_goal_side.behind_margin"):
+        PusherGoalSide.from_scene(scene, behind_margin=-0.01)

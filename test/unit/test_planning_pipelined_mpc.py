@@ -6,6 +6,7 @@ are deterministic and contain no wall-time assertions.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -167,6 +168,53 @@ def test_an_observation_that_disagrees_with_the_prediction_makes_the_loop_replan
     assert all(step.waiting_time == pytest.approx(0.2) for step in checked)
     agreeing_loop, agreeing_world, _ = setup(scene, plan_time=0.2)
     assert agreeing_loop.run(agreeing_world).replans_from_observation == 0
+
+
+class DivergingEndStates:
+    """The glued model, whose one-control predictions (the loop's ``predict_one``) diverge (NaN)
+    on the calls listed in ``diverging``; its plans' predictions (many sequences) stay finite."""
+
+    def __init__(self, scene, diverging: set[int]) -> None:
+        self.inner = glued_model(scene)
+        self.diverging = diverging
+        self.end_state_calls = 0
+
+    def predict(self, initial_state, controls, durations):
+        trajectories = self.inner.predict(initial_state, controls, durations)
+        if controls.shape[:2] == (1, 1):
+            self.end_state_calls += 1
+            if self.end_state_calls - 1 in self.diverging:
+                trajectories[:, 1:] = np.nan
+        return trajectories
+
+
+def test_a_diverged_end_state_prediction_takes_the_plans_own_and_the_goal_goes_on() -> None:
+    scene = tiny_scene()
+    reference_loop, reference_world, _ = setup(scene, plan_time=0.2)
+    reference = reference_loop.run(reference_world)
+    loop, world, planner = setup(scene, plan_time=0.2)
+    loop.model = DivergingEndStates(scene, {0, 2})
+    result = loop.run(world)
+    assert result.outcome is MpcOutcome.SUCCESS and result.diverged_predictions == 2
+    # the glued plan predicts what the world does: the same controls as without the divergences
+    np.testing.assert_allclose([step.control for step in result.steps], [step.control for step in reference.steps])
+    assert reference.diverged_predictions == 0 and result.replans_from_observation == 0
+
+
+def test_a_diverged_end_state_prediction_without_a_planned_one_ends_the_goal_with_an_error() -> None:
+    scene = tiny_scene()
+    loop, world, planner = setup(scene, plan_time=0.2)
+    loop.model = DivergingEndStates(scene, {0})
+    optimize = planner.optimize
+
+    def optimize_without_prediction(state, controls, model, cost, *, proposals=None):
+        result = optimize(state, controls, model, cost, proposals=proposals)
+        return dataclasses.replace(result, trajectory=np.full_like(result.trajectory, np.nan))
+
+    planner.optimize = optimize_without_prediction
+    result = loop.run(world)
+    assert result.outcome is MpcOutcome.ERROR and result.controls_executed == 1
+    assert "could not predict control" in result.failure_reason and "nor did its plan" in result.failure_reason
 
 
 def test_max_controls_ends_the_task_after_the_last_control() -> None:

@@ -2,7 +2,7 @@
 
 For the target's final position p_N (m) and the goal centre g, radius r::
 
-    J_N = d(p_N)^2  +  outside_slope * max(0, d(p_N) - r)
+    J_N = d(p_N)^2  +  outside_slope * max(0, d(p_N) - max(r - hinge_inset, 0))
 
 with d the straight-line distance ||p_N - g|` (``route_margin`` null: the paper's terminal cost,
 m^2), or, with ``route_margin`` a number of metres, the *route distance* round the static
@@ -19,6 +19,13 @@ is worth less than turning the pusher round: the smoothness term charges at leas
 hinge, a tenth of that: a pusher that had passed the target kept going and the task stalled
 at the region's edge for the rest of the goal (issue 28's demo run, and the CI failure of the
 tracking-loss test). With 0.5 the same 5 mm outside is worth the turn.
+
+``hinge_inset`` (m; config/planner.yaml: 0.01) starts the hinge that far inside the region's
+edge, so that the plan aims at the region shrunk by it. With the hinge at the edge, a target
+0.1-1 mm outside the region was worth 5e-5 to 5e-4, a tenth of the turn again: the tracking-loss
+test still ended 2 goals of 25 with the target parked 0.7 and 1.1 mm outside the region (the
+second for its last 17 controls). With 0.01 a target at the edge is worth 5e-3, and 0 of 24
+ended so (``docs/planner_tuning.md``).
 """
 
 from __future__ import annotations
@@ -44,14 +51,17 @@ class GoalDistance:
         goal_center: (x, y) m.
         goal_radius: m.
         weight: the paper's terminal weight w.
-        outside_slope: m, weight of the hinge max(0, d - r) relative to d^2 (0: paper's cost).
+        outside_slope: m, weight of the hinge max(0, d - r + hinge_inset) relative to d^2 (0:
+            paper's cost).
+        hinge_inset: m, how far inside the region's edge the hinge starts (0: at the edge; at
+            most r: a radius under it starts the hinge at the centre).
         route_margin: m added to the target's inscribed radius for its route round the obstacles
             (None: the straight-line distance, the paper's).
         route: the route (built by :meth:`from_scene`; None: straight line, as without obstacles).
     """
 
     name: ClassVar[str] = "goal_distance"
-    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "outside_slope", "route_margin")
+    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "outside_slope", "route_margin", "hinge_inset")
 
     layout: StateLayout
     target_index: int
@@ -61,16 +71,17 @@ class GoalDistance:
     outside_slope: float = 0.0
     route_margin: float | None = None
     route: GoalRoute | None = field(default=None, compare=False, repr=False)
+    hinge_inset: float = 0.0
 
     def __post_init__(self) -> None:
-        check_term_fields(self, "weight", "outside_slope")
+        check_term_fields(self, "weight", "outside_slope", "hinge_inset")
         check_term_fields(self, "goal_radius", strict=True)
         if self.route_margin is not None:
             check_term_fields(self, "route_margin")
 
     @classmethod
     def from_scene(cls, scene: Scene, *, weight: float = 1.0, outside_slope: float = 0.0,
-                   route_margin: float | None = None) -> GoalDistance:
+                   route_margin: float | None = None, hinge_inset: float = 0.0) -> GoalDistance:
         if scene.goal is None:
             raise CostConfigError(f"{cls.name}: scene {scene.name!r} has no goal region")
         term = cls(
@@ -81,6 +92,7 @@ class GoalDistance:
             weight=weight,
             outside_slope=outside_slope,
             route_margin=route_margin,
+            hinge_inset=hinge_inset,
         )
         return dataclasses.replace(term, route=goal_route(scene, term.route_margin))
 
@@ -94,4 +106,5 @@ class GoalDistance:
     def evaluate(self, trajectories: np.ndarray, controls: np.ndarray) -> np.ndarray:
         trajectories, _ = check_batch(trajectories, controls, self.layout.dimension)
         distance = self.distances(trajectories)
-        return distance**2 + self.outside_slope * np.maximum(distance - self.goal_radius, 0.0)
+        hinge_start = max(self.goal_radius - self.hinge_inset, 0.0)
+        return distance**2 + self.outside_slope * np.maximum(distance - hinge_start, 0.0)

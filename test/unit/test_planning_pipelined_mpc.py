@@ -192,7 +192,7 @@ def test_a_diverged_end_state_prediction_takes_the_plans_own_and_the_goal_goes_o
     scene = tiny_scene()
     reference_loop, reference_world, _ = setup(scene, plan_time=0.2)
     reference = reference_loop.run(reference_world)
-    loop, world, planner = setup(scene, plan_time=0.2)
+    loop, world, _planner = setup(scene, plan_time=0.2)
     loop.model = DivergingEndStates(scene, {0, 2})
     result = loop.run(world)
     assert result.outcome is MpcOutcome.SUCCESS and result.diverged_predictions == 2

@@ -50,6 +50,17 @@ def test_listeners_get_the_recorded_bytes_of_their_topic(ros_context, spinning, 
     assert recorded == heard
 
 
+def test_unmatched_topics_lists_the_topics_without_a_matched_publisher(ros_context, spinning, tmp_path):
+    node = spinning.add(Node("recorder_matching", context=ros_context))
+    recorder = McapRecorder(node, tmp_path / "r.mcap", {"/matched_later": Float64, "/never_published": String})
+    try:
+        assert recorder.unmatched_topics() == ["/matched_later", "/never_published"]
+        node.create_publisher(Float64, "/matched_later", 10)
+        assert _wait(lambda: recorder.unmatched_topics() == ["/never_published"]), recorder.unmatched_topics()
+    finally:
+        recorder.close()
+
+
 def test_a_listener_of_a_topic_not_recorded_is_refused(ros_context, tmp_path):
     node = Node("recorder_refuses", context=ros_context)
     try:

@@ -119,6 +119,16 @@ class McapRecorder:
                 )
             )
 
+    def unmatched_topics(self) -> list[str]:
+        """The recorded topics whose subscription has matched no publisher yet (sorted).
+
+        A message published before its publisher is matched is not delivered (volatile
+        QoS), so a program that must record every topic from the first message waits for
+        this to be empty.
+        """
+        return sorted(subscription.topic_name for subscription in self._subscriptions
+                      if subscription.get_publisher_count() == 0)
+
     def _writer_for(self, topic: str, channel: int, listener: Callable[[bytes], None] | None):
         def write(data: bytes) -> None:
             now = time.time_ns()

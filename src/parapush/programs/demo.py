@@ -255,8 +255,8 @@ def _start(options: argparse.Namespace, scene_path: Path, scene: Scene, out: Pat
 
 
 def _wait_for_stack(run: _DemoRun) -> None:
-    """Wait until the action server, the state estimator's states and the executor are up
-    (DemoError when a node exits or ``--startup-timeout`` passes)."""
+    """Wait until the action server, the state estimator's states, the executor and every recorded
+    topic's publisher are up (DemoError when a node exits or ``--startup-timeout`` passes)."""
     deadline = time.monotonic() + run.options.startup_timeout
     while not run.client.wait_for_server(timeout_sec=0.5):
         _check_start_up(run, deadline, f"the push_object action did not come up within "
@@ -271,6 +271,11 @@ def _wait_for_stack(run: _DemoRun) -> None:
     while not (any(info.node_name == "executor" for info in run.node.get_subscriptions_info_by_topic("/controls"))
                and run.observer.executor_diagnostics.is_set()):
         _check_start_up(run, deadline, "the executor did not come up (no /controls subscription or diagnostics)")
+        time.sleep(0.1)
+    # Every recorded topic's publisher matched before the goal: a plan or marker published
+    # before the recorder matched its publisher would be missing from the recording.
+    while unmatched := run.recorder.unmatched_topics():
+        _check_start_up(run, deadline, f"the recording did not match a publisher of {unmatched}")
         time.sleep(0.1)
 
 

@@ -207,6 +207,33 @@ def test_non_target_objects_goal_entry_margin_charges_entering_the_band_and_the_
     )
 
 
+def test_non_target_objects_band_approach_cost_charges_coming_closer_from_inside_the_band() -> None:
+    # the other object starts 15 mm outside the goal: in the 20 mm band
+    scene = tiny_scene(goal=(0.15, 0.05), goal_radius=0.05, others=((0.15, 0.115),))
+    trajectories, controls = static_batch(scene, initial_state(scene), samples=4)
+    start = scene.layout.object_pose(1).start
+    trajectories[0, 2, start : start + 2] = (0.15, 0.105)  # 10 mm closer at one state: half the band
+    trajectories[0, 3:, start : start + 2] = (0.15, 0.115)  # and back where it started
+    trajectories[1, 1:, start : start + 2] = (0.15, 0.125)  # pushed away from the goal: free
+    trajectories[2, 1:, start : start + 2] = (0.15, 0.09)  # into the goal: the entry charge too
+    # sample 3 stays where it started (a target passing it pays nothing)
+    plain = NonTargetObjects.from_scene(scene, goal_entry_margin=0.02)
+    graded = NonTargetObjects.from_scene(scene, goal_entry_margin=0.02, band_approach_cost=2.0)
+    away, into = 0.01**2, 0.025**2  # the displacements of samples 1 and 2
+    np.testing.assert_allclose(plain.evaluate(trajectories, controls), [0.0, away, 1.0 + into, 0.0])
+    np.testing.assert_allclose(graded.evaluate(trajectories, controls),
+                               [2.0 * 0.5, away, 1.0 + into + 2.0 * 0.025 / 0.02, 0.0])
+    # an object that starts outside the band pays the band's entry charge, not the approach
+    outside = tiny_scene(goal=(0.15, 0.05), goal_radius=0.05, others=((0.15, 0.2),))
+    trajectories, controls = static_batch(outside, initial_state(outside), samples=1)
+    trajectories[0, 1:, start : start + 2] = (0.15, 0.105)
+    np.testing.assert_allclose(
+        NonTargetObjects.from_scene(outside, goal_entry_margin=0.02, band_approach_cost=2.0).evaluate(
+            trajectories, controls), [1.0 + 0.095**2])
+    with pytest.raises(CostConfigError, match="non_target_objects.band_approach_cost: .*goal_entry_margin is 0"):
+        NonTargetObjects.from_scene(scene, band_approach_cost=1.0)
+
+
 def test_non_target_objects_single_object_is_zero() -> None:
     scene = tiny_scene()
     trajectories, controls = static_batch(scene, initial_state(scene))

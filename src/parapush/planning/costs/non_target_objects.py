@@ -21,6 +21,13 @@ is pushed off the table or into the goal region. This term penalises
   once an object was in the band (pushing it on into the goal cost nothing more: the
   realtime planner failed a held-out scene, ``new_clutter_1``, that way), and a graded charge
   across the band walled off tasks whose target must pass an object already in the band.
+- and, with ``band_approach_cost`` = a > 0, pushing an object that starts inside the band
+  closer to the goal: a times the fraction of the band's width it comes closer,
+  ``a * max(0, |c_i(0) - g| - d_i) / m`` for each non-target object with
+  ``r < |c_i(0) - g| <= r + m``. Only the approach is charged, never being there: a target
+  that passes an object in the band without pushing it on pays nothing. Without it, once an
+  object was in the band nothing kept a plan from pushing it to within a millimetre of the
+  goal's edge, where the world's push noise took it in (box clutter on probe scenes).
 
 Dropping them is charged by :mod:`~parapush.planning.costs.off_table`, which covers
 every object. With a single object the term is 0.
@@ -33,7 +40,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from parapush.planning.costs.cost_term import check_batch, check_term_fields
+from parapush.planning.costs.cost_term import CostConfigError, check_batch, check_term_fields
 from parapush.scene import Scene, StateLayout
 
 
@@ -50,10 +57,12 @@ class NonTargetObjects:
         goal_entry_cost: m^2-equivalent charge per non-target object entering the goal.
         goal_entry_margin: m, width of the margin band around the goal whose entry is charged
             too (0: none).
+        band_approach_cost: m^2-equivalent charge per band width that an object starting in the
+            band comes closer to the goal (0: none; needs ``goal_entry_margin`` > 0).
     """
 
     name: ClassVar[str] = "non_target_objects"
-    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "goal_entry_cost", "goal_entry_margin")
+    PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "goal_entry_cost", "goal_entry_margin", "band_approach_cost")
 
     layout: StateLayout
     target_index: int
@@ -62,13 +71,18 @@ class NonTargetObjects:
     weight: float = 1.0
     goal_entry_cost: float = 1.0
     goal_entry_margin: float = 0.0
+    band_approach_cost: float = 0.0
 
     def __post_init__(self) -> None:
-        check_term_fields(self, "weight", "goal_entry_cost", "goal_entry_margin")
+        check_term_fields(self, "weight", "goal_entry_cost", "goal_entry_margin", "band_approach_cost")
+        if self.band_approach_cost > 0 and self.goal_entry_margin == 0:
+            raise CostConfigError(f"{self.name}.band_approach_cost: {self.band_approach_cost} charges approaches "
+                                  f"within the margin band, but goal_entry_margin is 0 (no band)")
 
     @classmethod
     def from_scene(
-        cls, scene: Scene, *, weight: float = 1.0, goal_entry_cost: float = 1.0, goal_entry_margin: float = 0.0
+        cls, scene: Scene, *, weight: float = 1.0, goal_entry_cost: float = 1.0, goal_entry_margin: float = 0.0,
+        band_approach_cost: float = 0.0,
     ) -> NonTargetObjects:
         return cls(
             layout=scene.layout,
@@ -78,6 +92,7 @@ class NonTargetObjects:
             weight=weight,
             goal_entry_cost=goal_entry_cost,
             goal_entry_margin=goal_entry_margin,
+            band_approach_cost=band_approach_cost,
         )
 
     @property
@@ -98,7 +113,11 @@ class NonTargetObjects:
             entered = closest <= self.goal_radius
             if self.goal_entry_margin > 0:
                 grown = self.goal_radius + self.goal_entry_margin
-                started_outside = np.linalg.norm(centres[:, 0] - goal, axis=-1) > grown
-                entered = entered.astype(int) + (started_outside & (closest <= grown))
+                start = np.linalg.norm(centres[:, 0] - goal, axis=-1)  # (S, m)
+                entered = entered.astype(int) + ((start > grown) & (closest <= grown))
+                if self.band_approach_cost > 0:
+                    in_band = (start > self.goal_radius) & (start <= grown)
+                    approach = np.where(in_band, np.maximum(0.0, start - closest), 0.0)
+                    total = total + self.band_approach_cost * np.sum(approach, axis=1) / self.goal_entry_margin
             total = total + self.goal_entry_cost * np.sum(entered, axis=1)
         return total

@@ -226,6 +226,7 @@ def test_non_target_objects_band_approach_cost_charges_coming_closer_from_inside
     # an object that starts outside the band pays the band's entry charge, not the approach
     outside = tiny_scene(goal=(0.15, 0.05), goal_radius=0.05, others=((0.15, 0.2),))
     trajectories, controls = static_batch(outside, initial_state(outside), samples=1)
+    start = outside.layout.object_pose(1).start
     trajectories[0, 1:, start : start + 2] = (0.15, 0.105)
     np.testing.assert_allclose(
         NonTargetObjects.from_scene(outside, goal_entry_margin=0.02, band_approach_cost=2.0).evaluate(

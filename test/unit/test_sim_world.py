@@ -128,6 +128,29 @@ def test_command_timeout_stops_the_pusher():
     assert stopped[1] - 0.3 == pytest.approx(0.05 * 0.1, abs=2e-4)
 
 
+
+def test_the_arm_counts_halts_for_lack_of_commands_and_the_longest_gap_while_moving():
+    world = SimWorld(one_object_scene(pusher_y=0.3), WorldSettings(seed=0))
+    world.command(twist(0.0, 0.05))
+    world.step(0.05)
+    world.command(twist(0.0, 0.05))  # 0.05 s later: no halt
+    world.step(0.08)
+    assert (world.arm.status().halts_without_command, world.arm.status().longest_command_gap) == (
+        0, pytest.approx(0.05, abs=0.002))
+    world.step(0.1)  # 0.18 s without a command: halted once, however long it stays halted
+    world.step(0.3)
+    assert world.arm.status().halts_without_command == 1
+    world.command(twist(0.0, 0.05))  # moving again after a 0.48 s gap
+    world.step(0.2)
+    assert world.arm.status().halts_without_command == 2
+    assert world.arm.status().longest_command_gap == pytest.approx(0.48, abs=0.002)
+    world.command(twist(0.0, 0.0))  # a stop command, then silence: not a halt while moving
+    world.step(0.3)
+    world.command(twist(0.0, 0.0))
+    status = world.arm.status()
+    assert status.halts_without_command == 2
+    assert status.longest_command_gap == pytest.approx(0.48, abs=0.002)  # gaps after a stop are not counted
+
 def test_repeated_commands_keep_the_pusher_moving_past_the_timeout():
     world = SimWorld(one_object_scene(pusher_y=0.3))
     push(world, (0.0, 0.04), 0.5)

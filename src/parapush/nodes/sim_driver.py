@@ -41,7 +41,7 @@ from parapush.execution.commands import TwistCommand
 from parapush.nodes.conversions import state_to_msg, time_to_seconds
 from parapush.nodes.node_main import run_node
 from parapush.nodes.parameters import ParameterError, ParameterSpec, declare_scene_parameters
-from parapush.sim.arm import ArmFault
+from parapush.sim.arm import ArmFault, ArmStatus
 from parapush.sim.driver import SimDriver
 from parapush.sim.driver_settings import DriverSettings, DriverSettingsError, load_driver_settings
 from parapush.sim.mocap_server import UntrackMode
@@ -53,6 +53,8 @@ PARAMETERS = (
     ParameterSpec("real_time_factor", 0.0, "simulated s per wall s; 0: the settings file's",
                   minimum=0.0, maximum=100.0),
     ParameterSpec("seed", -1, "seed of the world's noise; -1: the settings file's", minimum=-1, maximum=2**31 - 1),
+    ParameterSpec("arm_command_timeout", 0.0, "s without a twist after which the simulated arm halts (MoveIt "
+                  "Servo's incoming_command_timeout); 0: the settings file's", minimum=0.0, maximum=1.0),
     ParameterSpec("twist_topic", "/servo_node/delta_twist_cmds", "end-effector twists (MoveIt Servo input)",
                   allow_empty=False),
     ParameterSpec("natnet_command_port", 0, "UDP port of the NatNet command socket; 0: the settings file's",
@@ -110,6 +112,9 @@ def driver_settings_from_parameters(values: dict) -> DriverSettings:
         world = dataclasses.replace(world, real_time_factor=values["real_time_factor"])
     if values["seed"] >= 0:
         world = dataclasses.replace(world, seed=values["seed"])
+    if values["arm_command_timeout"] > 0.0:
+        world = dataclasses.replace(world, arm=dataclasses.replace(world.arm,
+                                                                   command_timeout=values["arm_command_timeout"]))
     server = settings.mocap.server
     if values["natnet_command_port"]:
         server = dataclasses.replace(server, command_port=values["natnet_command_port"])
@@ -147,6 +152,7 @@ class SimDriverNode(Node):
         self.create_service(Trigger, "~/reset_world", self._reset_world)
         self._rejected = 0
         self._resets = 0
+        self._halts_reported = 0
         self._twists = self.create_subscription(TwistStamped, values["twist_topic"], self._on_twist, 10,
                                                 callback_group=MutuallyExclusiveCallbackGroup())
         self._true_state = self.create_publisher(SceneState, "/sim/true_state", 10)
@@ -226,6 +232,7 @@ class SimDriverNode(Node):
 
     def _publish_diagnostics(self) -> None:
         status = self.driver.status()
+        self._report_halts(status.arm)
         values: dict[str, str] = {}
         _flatten("", dataclasses.asdict(status), values)
         values["rejected_twists"] = str(self._rejected)
@@ -240,6 +247,17 @@ class SimDriverNode(Node):
         array = DiagnosticArray(status=[diagnostic])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(array)
+
+    def _report_halts(self, arm: ArmStatus) -> None:
+        """Warn when the arm halted while commanded to move because the twists came too far apart."""
+        if arm.halts_without_command > self._halts_reported:
+            self.get_logger().warning(
+                f"the arm halted {arm.halts_without_command - self._halts_reported} time(s) while commanded to "
+                f"move: no twist within {self.driver.settings.world.arm.command_timeout} s (longest gap so far "
+                f"{arm.longest_command_gap:.3f} s; the executor stalled, or this driver was starved of CPU); "
+                f"{arm.halts_without_command} so far"
+            )
+            self._halts_reported = arm.halts_without_command
 
     def close(self) -> None:
         """Stop the devices once their clients are done (:meth:`wait_for_clients`), then the driver."""

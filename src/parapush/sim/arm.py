@@ -129,6 +129,11 @@ class ArmStatus:
         commands_ignored: count dropped by the ``COMMANDS_IGNORED`` fault.
         commands_clipped: count whose speed was clipped.
         out_of_plane_commands: count with vertical or angular parts (discarded).
+        halts_without_command: how often the arm halted while commanded to move because no command
+            came within the timeout (a stalled executor, or a driver too starved of CPU to take its
+            commands in time).
+        longest_command_gap: longest world time between two accepted commands while the arm was
+            commanded to move, s (0 before two such commands).
     """
 
     time: float
@@ -142,6 +147,8 @@ class ArmStatus:
     commands_ignored: int
     commands_clipped: int
     out_of_plane_commands: int
+    halts_without_command: int
+    longest_command_gap: float
 
 
 class SimArm:
@@ -162,7 +169,9 @@ class SimArm:
         self._base_to_table = settings.table_rotation_in_base.T  # v_table = R^T v_base
         self._lock = threading.Lock()
         self._fault = ArmFault.NONE
-        self._counts = dict.fromkeys(("accepted", "rejected", "ignored", "clipped", "out_of_plane"), 0)
+        self._counts = dict.fromkeys(("accepted", "rejected", "ignored", "clipped", "out_of_plane",
+                                      "halts_without_command"), 0)
+        self._longest_gap = 0.0
         self.reset(0.0)
 
     # -- commands ---------------------------------------------------------------------------
@@ -201,8 +210,11 @@ class SimArm:
             self._counts["accepted"] += 1
             self._counts["clipped"] += int(clipped)
             self._counts["out_of_plane"] += int(out_of_plane)
+            if self._commanded.any() and math.isfinite(self._last_command_time):
+                self._longest_gap = max(self._longest_gap, float(received_at) - self._last_command_time)
             self._commanded = planar
             self._last_command_time = float(received_at)
+            self._halt_counted = False
         return CommandOutcome(True, "", (float(planar[0]), float(planar[1])), clipped)
 
     # -- faults -----------------------------------------------------------------------------
@@ -226,6 +238,7 @@ class SimArm:
             self._velocity = np.zeros(2)
             self._commanded = np.zeros(2)
             self._last_command_time = -math.inf
+            self._halt_counted = False
 
     def advance(self, time: float, duration: float) -> np.ndarray:
         """The planar velocity (2,) m/s, table frame, for the step [time, time + duration].
@@ -248,6 +261,9 @@ class SimArm:
         if self._fault is not ArmFault.NONE:
             return np.zeros(2)
         if self._time - self._last_command_time > self.settings.command_timeout:
+            if self._commanded.any() and not self._halt_counted:
+                self._counts["halts_without_command"] += 1
+                self._halt_counted = True
             return np.zeros(2)
         return self._commanded
 
@@ -267,4 +283,6 @@ class SimArm:
                 commands_ignored=self._counts["ignored"],
                 commands_clipped=self._counts["clipped"],
                 out_of_plane_commands=self._counts["out_of_plane"],
+                halts_without_command=self._counts["halts_without_command"],
+                longest_command_gap=self._longest_gap,
             )

@@ -431,7 +431,8 @@ class GoalSettings:
 class StackSession:
     """One stack (bringup + this process's ROS node, recorder and goal client) for one scene."""
 
-    def __init__(self, scene_path: Path, log_dir: Path, settings: GoalSettings, record: bool) -> None:
+    def __init__(self, scene_path: Path, log_dir: Path, settings: GoalSettings, record: bool,
+                 overrides: dict[str, dict[str, str]] | None = None) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
         from parareal_pushing.action import PushObject
         from rclpy.serialization import deserialize_message
@@ -450,7 +451,7 @@ class StackSession:
         self._diagnostic_type = DiagnosticArray
         self._action = PushObject
         self._trigger = Trigger
-        self.bringup = isolated_bringup("sim", str(scene_path), {}, log_dir, domain="isolated")
+        self.bringup = isolated_bringup("sim", str(scene_path), overrides or {}, log_dir, domain="isolated")
         self.bringup.start()
         try:
             self._join(settings, record, log_dir)
@@ -687,9 +688,11 @@ class StackSession:
 
 
 def run_scene(scene_path: Path, runs: int, log_dir: Path, settings: GoalSettings, record: bool,
-              on_record: Callable[[GoalRecord], None], max_stacks: int = 3) -> list[GoalRecord]:
+              on_record: Callable[[GoalRecord], None], max_stacks: int = 3,
+              overrides: dict[str, dict[str, str]] | None = None) -> list[GoalRecord]:
     """``runs`` goals on ``scene_path``, one stack reused (restarted after a stack failure, at
-    most ``max_stacks`` stacks); a goal the stack could not run is recorded as ``STACK_ERROR``."""
+    most ``max_stacks`` stacks); a goal the stack could not run is recorded as ``STACK_ERROR``.
+    ``overrides``: node parameters ({node: {name: value}}) on top of the sim profile's."""
     records: list[GoalRecord] = []
     stacks = 0
     session: StackSession | None = None
@@ -702,7 +705,7 @@ def run_scene(scene_path: Path, runs: int, log_dir: Path, settings: GoalSettings
                     if stacks >= max_stacks:
                         raise StackError(f"{max_stacks} stacks failed on this scene")
                     stacks += 1
-                    session = StackSession(scene_path, log_dir / f"stack{stacks}", settings, record)
+                    session = StackSession(scene_path, log_dir / f"stack{stacks}", settings, record, overrides)
                     scene_name = session.scene.name
                     print(f"[{scene_name}] stack {stacks} up in {session.wait_until_up():.1f} s", flush=True)
                     reset_s, cleared = 0.0, ""
@@ -813,14 +816,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=None,
                         help="results file (default bench/results/stack_realtime[_overload].json)")
     parser.add_argument("--lock", type=Path, default=LOCK_FILE, help="flock taken while the bench runs")
+    parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME=VALUE",
+                        help="a node parameter on top of the sim profile's (repeatable; recorded in the results)")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
     if args.runs is not None and args.runs < 1:
         parser.error(f"--runs: must be >= 1, got {args.runs}")
     if args.cpu_hogs < 0:
         parser.error(f"--cpu-hogs: must be >= 0, got {args.cpu_hogs}")
-    if args.reference and (args.runs or args.scenes or args.output or args.seed != SCENE_SEED):
-        parser.error("--reference: run the default scenes, runs and seed (drop --runs/--scenes/--seed/--output)")
+    if args.reference and (args.runs or args.scenes or args.output or args.seed != SCENE_SEED or args.param):
+        parser.error("--reference: run the default scenes, runs, seed and parameters "
+                     "(drop --runs/--scenes/--seed/--output/--param)")
+    from parapush.programs.bringup import parse_overrides
+    try:
+        overrides = parse_overrides(args.param)
+    except ValueError as error:
+        parser.error(str(error))
     variant = "overload" if args.cpu_hogs else ""
     settings = GoalSettings(goal_timeout=args.goal_timeout)
     work = Path(tempfile.mkdtemp(prefix="stack_realtime-")) if args.keep_logs is None else args.keep_logs
@@ -834,6 +845,8 @@ def main(argv: list[str] | None = None) -> int:
         notes = [f"scenes drawn with seed {args.seed}" if not variant else "overload: the default scene only"]
         if args.quick:
             notes.append(f"--quick: goals per scene {QUICK_RUNS}")
+        if args.param:
+            notes.append("node parameters: " + ", ".join(args.param))
         if args.cpu_hogs:
             notes.append(f"{args.cpu_hogs} busy process(es) (one per core) beside the stack for the whole bench")
         for note in notes:
@@ -850,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
             with cpu_hogs(args.cpu_hogs):
                 for path, runs in plan:
                     records += run_scene(path, runs, work / "logs" / path.stem, settings, not args.no_record,
-                                         on_record)
+                                         on_record, overrides=overrides)
         finally:
             if args.keep_logs is None:
                 shutil.rmtree(work, ignore_errors=True)
@@ -870,7 +883,8 @@ def main(argv: list[str] | None = None) -> int:
             "settings": {"scenes": [path.stem for path, _ in plan], "runs": [runs for _, runs in plan],
                          "scene_seed": args.seed, "quick": args.quick, "cpu_hogs": args.cpu_hogs,
                          "goal_timeout_s": args.goal_timeout, "recorder": "demo topics" if not args.no_record else
-                         "scene_state and diagnostics only", "planner": "the MPC node's default (config/mpc.yaml)"},
+                         "scene_state and diagnostics only", "planner": "the MPC node's default (config/mpc.yaml)",
+                         "parameters": args.param},
             "notes": notes,
             "load_average": {"before": load_before, "after": load_after},
             "benchmark_minutes": minutes,

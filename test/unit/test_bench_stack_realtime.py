@@ -221,3 +221,13 @@ def test_the_bench_sizes(bench, tmp_path):
     assert plan(scenes=["stack_clutter_2"], runs=2) == [("stack_clutter_2", 2)]
     with pytest.raises(ValueError, match="--scenes"):
         plan(scenes=["nope"])
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--param", "state_estimator.publish_rate"], "expected node.parameter=value"),
+    (["--reference", "--param", "state_estimator.publish_rate=60"], "--reference: run the default"),
+])
+def test_node_parameters_are_checked_and_never_written_as_a_reference(bench, arguments, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        bench.main(arguments)
+    assert exited.value.code == 2 and message in capsys.readouterr().err

@@ -150,6 +150,12 @@ def test_the_arm_counts_halts_for_lack_of_commands_and_the_longest_gap_while_mov
     status = world.arm.status()
     assert status.halts_without_command == 2
     assert status.longest_command_gap == pytest.approx(0.48, abs=0.002)  # gaps after a stop are not counted
+    world.command(twist(0.0, 0.05))  # a protective stop while moving, then cleared: its halt is the fault's
+    world.arm.inject_fault(ArmFault.PROTECTIVE_STOP)
+    world.step(0.3)
+    world.arm.inject_fault(ArmFault.NONE)
+    world.step(0.3)
+    assert world.arm.status().halts_without_command == 2
 
 def test_repeated_commands_keep_the_pusher_moving_past_the_timeout():
     world = SimWorld(one_object_scene(pusher_y=0.3))

@@ -214,7 +214,7 @@ class SimArm:
                 self._longest_gap = max(self._longest_gap, float(received_at) - self._last_command_time)
             self._commanded = planar
             self._last_command_time = float(received_at)
-            self._halt_counted = False
+            self._halt_counted = not planar.any()  # a stop command cannot time out into a halt
         return CommandOutcome(True, "", (float(planar[0]), float(planar[1])), clipped)
 
     # -- faults -----------------------------------------------------------------------------
@@ -227,6 +227,7 @@ class SimArm:
             if fault is not ArmFault.NONE:
                 self._commanded = np.zeros(2)
                 self._last_command_time = -math.inf
+                self._halt_counted = True  # a fault's halt is not one for lack of commands
 
     fault: LockedReadOnly[ArmFault] = LockedReadOnly("_fault")
 
@@ -238,7 +239,7 @@ class SimArm:
             self._velocity = np.zeros(2)
             self._commanded = np.zeros(2)
             self._last_command_time = -math.inf
-            self._halt_counted = False
+            self._halt_counted = True  # nothing to halt
 
     def advance(self, time: float, duration: float) -> np.ndarray:
         """The planar velocity (2,) m/s, table frame, for the step [time, time + duration].
@@ -261,7 +262,7 @@ class SimArm:
         if self._fault is not ArmFault.NONE:
             return np.zeros(2)
         if self._time - self._last_command_time > self.settings.command_timeout:
-            if self._commanded.any() and not self._halt_counted:
+            if not self._halt_counted:
                 self._counts["halts_without_command"] += 1
                 self._halt_counted = True
             return np.zeros(2)

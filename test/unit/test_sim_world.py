@@ -128,7 +128,6 @@ def test_command_timeout_stops_the_pusher():
     assert stopped[1] - 0.3 == pytest.approx(0.05 * 0.1, abs=2e-4)
 
 
-
 def test_the_arm_counts_halts_for_lack_of_commands_and_the_longest_gap_while_moving():
     world = SimWorld(one_object_scene(pusher_y=0.3), WorldSettings(seed=0))
     world.command(twist(0.0, 0.05))
@@ -156,6 +155,7 @@ def test_the_arm_counts_halts_for_lack_of_commands_and_the_longest_gap_while_mov
     world.arm.inject_fault(ArmFault.NONE)
     world.step(0.3)
     assert world.arm.status().halts_without_command == 2
+
 
 def test_repeated_commands_keep_the_pusher_moving_past_the_timeout():
     world = SimWorld(one_object_scene(pusher_y=0.3))

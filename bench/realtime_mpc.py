@@ -7,7 +7,11 @@ Planners (``parapush.planning.presets``), run side by side, interleaved per scen
 - ``isrr2019-parareal1``: the same with Parareal K = 1 (analytical coarse model, schedule
   forced to ``parareal``);
 - ``realtime``: the default preset: multi-fidelity planning (coarse search, elites
-  corrected with the fine model) in the pipelined loop (:class:`PipelinedMpcLoop`).
+  corrected with the fine model) in the pipelined loop (:class:`PipelinedMpcLoop`);
+- ``realtime-first-control`` / ``realtime-whole-horizon`` (only when named): the same with the
+  elites corrected over their first control / the whole horizon whatever the fine workers
+  (:data:`HORIZON_PLANNERS`); every run and summary row records ``corrector_workers`` and
+  ``corrected_controls``.
 
 The world is :class:`parapush.sim.world.SimWorld` with ``config/sim_world.yaml``'s
 defaults (push noise calibrated to ~8 mm / 4 deg per 15 cm push; arm acceleration limit;
@@ -91,7 +95,7 @@ import numpy as np
 from parapush.planning import MpcStep
 from parapush.planning.async_world import BlockingWorld, VirtualClockWorld
 from parapush.planning.presets import DEFAULT_PRESET, BuiltPlanner
-from parapush.planning.stack_planner import PlannerSources, build_planner
+from parapush.planning.stack_planner import PlannerSources, build_planner, corrector_workers
 from parapush.scene import Scene, load_scene
 from parapush.sim.driver_settings import load_driver_settings
 from parapush.sim.world import SimWorld, WorldSettings
@@ -115,6 +119,11 @@ SCENE_SEED = 2026
 """Generator seed of the new scenes (the committed config/scenes use 2019)."""
 NEW_SCENE_COUNT = 4
 PLANNERS = ("isrr2019-fine", "isrr2019-parareal1", DEFAULT_PRESET)
+HORIZON_PLANNERS = {f"{DEFAULT_PRESET}-first-control": None, f"{DEFAULT_PRESET}-whole-horizon": 1}
+"""Not run by default: the default preset with its elites corrected over their first control
+only, or over the whole horizon, whatever the corrector's fine workers
+(``multifidelity.full_horizon_workers`` None / 1; the default picks the whole horizon from 8
+workers on), to show what a wide machine's whole-horizon correction buys side by side."""
 SEEDS = (0, 1, 2)
 QUICK_SCENES = ("isrr_obstacle_1", "new_obstacle_1", "clutter_1", "new_clutter_1")
 QUICK_ISRR_ITERATIONS = 2
@@ -230,6 +239,8 @@ def planner_overrides(planner: str, sources: PlannerSources, *, quick: bool = Fa
     elif planner == "isrr2019-parareal1":
         # forced "parareal": "auto" would pick sample-parallel fine on 2 cores (mpc_benchmark)
         overrides.update(preset="isrr2019", model={"name": "parareal", "iterations": 1, "schedule": "parareal"})
+    elif planner in HORIZON_PLANNERS:
+        overrides["multifidelity"] = {"full_horizon_workers": HORIZON_PLANNERS[planner]}
     elif planner != sources.preset.name:
         overrides["preset"] = planner
     if quick and sources.with_overrides(overrides).preset.loop == "sequential":
@@ -298,6 +309,8 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
         "seed": seed,
         "coarse_model": built.coarse_model_name,
         "coarse_model_note": built.coarse_model_note,
+        "corrector_workers": corrector_workers(built.model, built.model_config),
+        "corrected_controls": corrected_controls(built.planner),
         "outcome": result.outcome.name,
         "success": result.success,
         "failure_reason": result.failure_reason,
@@ -322,6 +335,15 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
     }
 
 
+def corrected_controls(planner: Any) -> int | str | None:
+    """How many leading controls of an elite a multi-fidelity ``planner`` corrects with the fine
+    model (``"all"``: the whole horizon); None for a single-fidelity planner."""
+    settings = getattr(planner, "multifidelity", None)
+    if settings is None:
+        return None
+    return "all" if settings.corrected_controls is None else settings.corrected_controls
+
+
 def observed_paths(scene: Scene, states: np.ndarray) -> dict[str, Any]:
     """What a failure analysis needs from the observed states (k+1, D): the target's poses
     (x, y, yaw; m, rad) and the pusher's positions (m) after every control, the target's
@@ -342,10 +364,10 @@ def observed_paths(scene: Scene, states: np.ndarray) -> dict[str, Any]:
 
 
 # -- statistics -----------------------------------------------------------------------------------
-def coarse_models(runs: list[dict]) -> str:
-    """The coarse model the ``runs`` used: its name when all used one, else each with its run
-    count (``"analytical x8, learned x4"``, by name)."""
-    counts = collections.Counter(run["coarse_model"] for run in runs)
+def counted(runs: list[dict], field: str) -> str:
+    """What the ``runs`` recorded in ``field``: the value when all recorded one, else each with
+    its run count (coarse models: ``"analytical x8, learned x4"``, by value)."""
+    counts = collections.Counter(str(run.get(field)) for run in runs)
     if len(counts) == 1:
         return next(iter(counts))
     return ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
@@ -354,7 +376,7 @@ def coarse_models(runs: list[dict]) -> str:
 def summarize(runs: list[dict]) -> list[dict]:
     """Rows per planner and scene kind (in the order the runs met them, then ``all``)."""
     rows = []
-    planners = [p for p in PLANNERS if any(r["planner"] == p for r in runs)]
+    planners = [p for p in (*PLANNERS, *HORIZON_PLANNERS) if any(r["planner"] == p for r in runs)]
     kinds = list(dict.fromkeys(r["kind"] for r in runs))
     for planner in planners:
         for kind in (*kinds, "all"):
@@ -369,7 +391,9 @@ def summarize(runs: list[dict]) -> list[dict]:
                 {
                     "planner": planner,
                     "scene_kind": kind,
-                    "coarse_model": coarse_models(chosen),
+                    "coarse_model": counted(chosen, "coarse_model"),
+                    "corrector_workers": counted(chosen, "corrector_workers"),
+                    "corrected_controls": counted(chosen, "corrected_controls"),
                     "runs": len(chosen),
                     "successes": int(successes),
                     "success_ci95": list(wilson_interval(int(successes), len(chosen))),
@@ -388,13 +412,16 @@ def summarize(runs: list[dict]) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    headers = ["planner", "kind", "coarse", "success", "95% CI", "replan p50 s", "p95 s", "CPU s/plan", "task/exec",
+    headers = ["planner", "kind", "coarse", "workers", "corrected", "success", "95% CI", "replan p50 s", "p95 s",
+               "CPU s/plan", "task/exec",
                "wait s/run", "controls", "task s (succ.)"]
     body = [
         [
             r["planner"],
             r["scene_kind"],
             r["coarse_model"],
+            r["corrector_workers"],
+            r["corrected_controls"],
             f"{r['successes']}/{r['runs']}",
             f"{100 * r['success_ci95'][0]:.0f}-{100 * r['success_ci95'][1]:.0f}%",
             f"{r['replan_p50_s']:.3f}",
@@ -450,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenes", nargs="+", help="scene names (config/scenes or bench/scenes)")
     parser.add_argument("--families", nargs="+", choices=(*FAMILIES, "all"),
                         help="run the scene families' drawn scenes instead (all: the five)")
-    parser.add_argument("--planners", nargs="+", choices=PLANNERS, default=list(PLANNERS))
+    parser.add_argument("--planners", nargs="+", choices=(*PLANNERS, *HORIZON_PLANNERS), default=list(PLANNERS))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
     parser.add_argument("--output", help="results name (default realtime_mpc[_quick])")
     bench_reference.add_reference_argument(parser)
@@ -488,8 +515,38 @@ def main(argv: list[str] | None = None) -> int:
         print(f"planner {planner}: config/planner.yaml, model.yaml, mpc.yaml with overrides {json.dumps(changed)}")
     for note in notes:
         print("note: " + note)
-    runs = []
+    name = args.output or ("realtime_mpc_quick" if args.quick else "realtime_mpc")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    settings = {
+        "planners": args.planners,
+        "scenes": names,
+        "seeds": args.seeds,
+        "scene_seed": SCENE_SEED,
+        "families": list(families),
+        "family_scene_seed": FAMILY_SCENE_SEED,
+        "quick": args.quick,
+        "overrides": overrides,
+        "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock",
+    }
+    runs: list[dict] = []
     started = time.perf_counter()
+    machine = environment()
+
+    def write(rows: list[dict], load_after: str | None) -> None:
+        # rewritten after every run (``complete`` false, no summary) so a run cut short keeps its runs
+        payload = {
+            "environment": machine,
+            "settings": settings,
+            "notes": notes,
+            "complete": load_after is not None,
+            "load_after": load_after,
+            "benchmark_wall_time": time.perf_counter() - started,
+            "summary": rows,
+            "runs": runs,
+        }
+        path.write_text(json.dumps(jsonable(payload), indent=1) + "\n")
+
     for name in names:
         scene = load_scene(paths[name])
         for seed in args.seeds:
@@ -507,36 +564,15 @@ def main(argv: list[str] | None = None) -> int:
                     + ("" if record["success"] else f"  ({record['failure_reason'][:80]})"),
                     flush=True,
                 )
+                write([], None)
     rows = summarize(runs)
     load_after = uptime()
     print()
     print(table(rows))
     print(f"load after: {load_after}")
-    name = args.output or ("realtime_mpc_quick" if args.quick else "realtime_mpc")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    payload = {
-        "environment": environment(),
-        "settings": {
-            "planners": args.planners,
-            "scenes": names,
-            "seeds": args.seeds,
-            "scene_seed": SCENE_SEED,
-            "families": list(families),
-            "family_scene_seed": FAMILY_SCENE_SEED,
-            "quick": args.quick,
-            "overrides": overrides,
-            "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock",
-        },
-        "notes": notes,
-        "load_after": load_after,
-        "benchmark_wall_time": time.perf_counter() - started,
-        "summary": rows,
-        "runs": runs,
-    }
-    path.write_text(json.dumps(jsonable(payload), indent=1) + "\n")
+    write(rows, load_after)
     print(f"wrote {path}")
-    minutes = payload["benchmark_wall_time"] / 60.0
+    minutes = (time.perf_counter() - started) / 60.0
     bench_reference.write_figures(
         "realtime_mpc", readme_figures(rows, runs, minutes, bench_reference.load_average()),
         reference=args.reference, load_before=load_before, quick=args.quick, variant=reference_variant(args),

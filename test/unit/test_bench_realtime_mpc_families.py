@@ -161,3 +161,35 @@ def test_summary_rows_per_planner_and_family_carry_the_coarse_model(bench) -> No
     fine = [row for row in rows if row["planner"] == "isrr2019-fine"]
     assert [row["coarse_model"] for row in fine] == ["none", "none"]
     assert "analytical x2, learned x1" in realtime_mpc.table(rows)
+
+
+def test_the_horizon_planners_correct_the_first_control_or_the_whole_horizon_whatever_the_workers(bench) -> None:
+    realtime_mpc, _scenes, _crowded = bench
+    from parapush.planning.stack_planner import PlannerSources
+
+    scene = load_scene("config/scenes/clutter_fig1.yaml")
+    corrected = {}
+    for planner in realtime_mpc.HORIZON_PLANNERS:
+        for workers in (2, 16):
+            sources = PlannerSources.load().with_overrides({"model": {"backend": "threads", "workers": workers}})
+            assert set(realtime_mpc.planner_overrides(planner, sources)) == {"multifidelity"}
+            with realtime_mpc.build(planner, scene, 0, sources) as built:
+                corrected[planner, workers] = (realtime_mpc.corrected_controls(built.planner),
+                                               realtime_mpc.corrector_workers(built.model, built.model_config))
+    assert corrected == {("realtime-first-control", 2): (1, 2), ("realtime-first-control", 16): (1, 16),
+                         ("realtime-whole-horizon", 2): ("all", 2), ("realtime-whole-horizon", 16): ("all", 16)}
+
+
+def test_summary_rows_count_the_corrected_controls_and_workers_of_their_runs(bench) -> None:
+    realtime_mpc, _scenes, _crowded = bench
+    runs = [{**run("realtime-whole-horizon"), "corrected_controls": "all", "corrector_workers": 16},
+            {**run("realtime-first-control"), "corrected_controls": 1, "corrector_workers": 16},
+            {**run("realtime"), "corrected_controls": 1, "corrector_workers": 2},
+            {**run("realtime"), "corrected_controls": "all", "corrector_workers": 8}]
+    rows = {(row["planner"], row["scene_kind"]): row for row in realtime_mpc.summarize(runs)}
+    assert [planner for planner, kind in rows if kind == "all"] == [
+        "realtime", "realtime-first-control", "realtime-whole-horizon"]
+    assert rows["realtime-whole-horizon", "all"]["corrected_controls"] == "all"
+    assert rows["realtime-first-control", "box_clutter"]["corrector_workers"] == "16"
+    assert rows["realtime", "all"]["corrected_controls"] == "1 x1, all x1"
+    assert rows["realtime", "all"]["corrector_workers"] == "2 x1, 8 x1"

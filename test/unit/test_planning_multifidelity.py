@@ -261,3 +261,17 @@ def test_with_eight_or_more_fine_workers_the_elites_are_corrected_over_the_whole
         assert built.settings()["multifidelity"]["corrected_controls"] == corrected
     never = dataclasses.replace(PRESETS["realtime"].multifidelity, full_horizon_workers=None)
     assert never.for_workers(64) is never
+
+
+def test_the_multifidelity_overrides_replace_the_presets_fields_and_name_an_unknown_one() -> None:
+    sources = PlannerSources.load()
+    never = sources.with_overrides({"multifidelity": {"full_horizon_workers": None, "elites": 3}})
+    assert never.preset.multifidelity == dataclasses.replace(sources.preset.multifidelity, full_horizon_workers=None,
+                                                             elites=3)
+    assert never.overrides["multifidelity"] == {"full_horizon_workers": None, "elites": 3}
+    with pytest.raises(ValueError, match="elite_count"):
+        sources.with_overrides({"multifidelity": {"elite_count": 3}})
+    with pytest.raises(ValueError, match="rounds"):
+        sources.with_overrides({"multifidelity": {"rounds": 0}})
+    with pytest.raises(ValueError, match="isrr2019.*no multi-fidelity"):
+        sources.with_overrides({"preset": "isrr2019", "multifidelity": {"elites": 3}})

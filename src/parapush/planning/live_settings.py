@@ -222,9 +222,10 @@ def _overrides(sources: PlannerSources, changed: Mapping[str, Any]) -> dict[str,
             overrides.setdefault(section, {})[rest[0]] = value
     if multifidelity and preset_multifidelity is not None:
         try:
-            overrides["preset_fields"] = {"multifidelity": dataclasses.replace(preset_multifidelity, **multifidelity)}
+            dataclasses.replace(preset_multifidelity, **multifidelity)
         except (ValueError, TypeError) as error:
             raise TuningError(f"multifidelity.{error}") from None
+        overrides["multifidelity"] = multifidelity
     return overrides
 
 

@@ -19,6 +19,8 @@ Sections of ``overrides`` (applied in this order):
 - ``preset``: another preset's name (e.g. ``"isrr2019"``);
 - ``preset_fields``: :class:`~parapush.planning.presets.PlannerPreset` fields replaced (e.g.
   ``{"model": "fine"}``);
+- ``multifidelity``: :class:`~parapush.planning.multifidelity.MultiFidelitySettings` fields of the
+  preset (e.g. ``{"full_horizon_workers": None}``: never correct the whole horizon);
 - ``optimizer``: :class:`~parapush.planning.optimizer.OptimizerSettings` fields, on top of the
   file's and the preset's;
 - ``costs``: ``{term: {parameter: value}}`` merged into the file's and the preset's;
@@ -57,7 +59,7 @@ from parapush.validation import check_instance
 __all__ = ["OVERRIDE_SECTIONS", "PlannerSources", "build_planner", "coarse_model_for", "load_mpc_preset",
            "planner_settings"]
 
-OVERRIDE_SECTIONS = ("preset", "preset_fields", "optimizer", "costs", "mpc", "model", "robust")
+OVERRIDE_SECTIONS = ("preset", "preset_fields", "multifidelity", "optimizer", "costs", "mpc", "model", "robust")
 """The sections of :meth:`PlannerSources.with_overrides`, in the order they are applied."""
 
 
@@ -143,6 +145,12 @@ class PlannerSources:
             preset = planner_preset(overrides["preset"])
         try:
             preset = dataclasses.replace(preset, **overrides.get("preset_fields", {}))
+            if overrides.get("multifidelity"):
+                if preset.multifidelity is None:
+                    raise ValueError(f"overrides: multifidelity: the preset {preset.name!r} has no multi-fidelity "
+                                     "split")
+                preset = dataclasses.replace(preset, multifidelity=dataclasses.replace(
+                    preset.multifidelity, **overrides["multifidelity"]))
             if overrides.get("optimizer") or overrides.get("costs"):
                 costs = {term: {**preset.cost_overrides.get(term, {}), **values}
                          for term, values in overrides.get("costs", {}).items()}

@@ -8,16 +8,27 @@ signal nests another waiting handler. Seen in the stack: a simulated driver stop
 SIGTERM hung in three nested handlers' ``Event.set``; the bringup's SIGKILL ended such nodes
 (exit -9). :class:`StopSignals`' handler only appends the signal's number to a list, and the main
 thread polls that list.
+
+Before a program's main loop there is its import, seconds on a slow machine (rclpy, MuJoCo, the
+learned models). Python's own SIGINT handler raises KeyboardInterrupt there, so a stack stopped
+right after its start printed a traceback and exited -2 (seen: a visualizer at nice +10 still
+importing 20 s in). :func:`run_program`, which the installed programs start through, turns a
+stop during the import into a quiet exit 0, as a stop in the main loop is.
 """
 
 from __future__ import annotations
 
+import importlib
 import signal
+import sys
 import time
 from collections.abc import Iterable
 from types import FrameType
 
-__all__ = ["POLL_PERIOD", "StopSignals"]
+__all__ = ["POLL_PERIOD", "STOP_SIGNALS", "StopSignals", "run_program"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""The signals that stop a program cleanly."""
 
 POLL_PERIOD = 0.05
 """s between two looks at the received signals in :meth:`StopSignals.wait`."""
@@ -34,7 +45,7 @@ class StopSignals:
         received: the signal numbers received so far, in order.
     """
 
-    def __init__(self, signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM)) -> None:
+    def __init__(self, signals: Iterable[int] = STOP_SIGNALS) -> None:
         self.signals = tuple(signal.Signals(number) for number in signals)
         if not self.signals:
             raise ValueError("signals: expected at least one signal")
@@ -73,3 +84,33 @@ class StopSignals:
 
     def __exit__(self, *exc_info: object) -> None:
         self.restore()
+
+
+class StoppedWhileStarting(BaseException):
+    """A stop signal (its number in ``args[0]``) arrived while :func:`run_program` imported its
+    program. A BaseException, as KeyboardInterrupt is, so that no ``except Exception`` of the
+    imported code swallows it."""
+
+
+def _stop_while_starting(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - the handler's signature
+    raise StoppedWhileStarting(signum)
+
+
+def run_program(module: str) -> int:
+    """Import ``module`` (e.g. ``"parapush.nodes.mpc"``) and return its ``main()``'s exit code.
+
+    A SIGINT or SIGTERM during the import ends the program quietly: a line on stderr naming the
+    signal and exit code 0, as a program stopped in its main loop returns; Python's default
+    handlers are back before ``main()`` runs, which installs its own (:class:`StopSignals`).
+    """
+    previous = {number: signal.signal(number, _stop_while_starting) for number in STOP_SIGNALS}
+    try:
+        main = importlib.import_module(module).main
+    except StoppedWhileStarting as stop:
+        print(f"[INFO] {module}: stopped by {signal.Signals(stop.args[0]).name} while starting", file=sys.stderr,
+              flush=True)
+        return 0
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return main()

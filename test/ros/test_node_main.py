@@ -1,6 +1,7 @@
 """``run_node``'s exit codes, from a real process: a node whose callback raises exits non-zero
 (the spin thread died), a healthy node stopped by SIGINT exits 0 (however many SIGINTs), one slow to shut down writes
-where it is, and so does a process that hangs at its exit when SIGTERM comes. And its stop of
+where it is, and so does a process that hangs at its exit when SIGTERM comes; an installed node
+stopped while it still imports exits 0 too. And its stop of
 the spin thread, in-process: ``stop_spinning`` ends a spin that rclpy's shutdown alone leaves
 waiting."""
 
@@ -105,6 +106,26 @@ def test_sigints_repeated_while_the_node_stops_leave_no_traceback():
         process.kill()
     assert process.returncode == 0, errors
     assert "KeyboardInterrupt" not in errors and "Traceback" not in errors, errors
+
+
+@pytest.mark.parametrize("node", ["visualizer", "mpc"])
+def test_an_installed_node_stopped_while_it_imports_exits_zero_without_a_traceback(node):
+    """``ros2 run`` / the bringup start this script; its import (rclpy, MuJoCo, the learned
+    models) takes over a second even on a fast machine, and a Ctrl-C right after a stack's start
+    lands in it (a visualizer at nice +10 was still importing 20 s in)."""
+    from ament_index_python.packages import get_package_prefix
+
+    script = os.path.join(get_package_prefix("parareal_pushing"), "lib", "parareal_pushing", node)
+    process = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.2)  # past the interpreter's own start, well inside the node module's import
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, errors
+    assert "Traceback" not in errors, errors
+    assert f"parapush.nodes.{node}: stopped by SIGINT while starting" in errors
 
 
 def test_a_node_slow_to_shut_down_writes_where_it_is():

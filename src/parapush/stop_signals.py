@@ -9,23 +9,18 @@ SIGTERM hung in three nested handlers' ``Event.set``; the bringup's SIGKILL ende
 (exit -9). :class:`StopSignals`' handler only appends the signal's number to a list, and the main
 thread polls that list.
 
-Before a program's main loop there is its import, seconds on a slow machine (rclpy, MuJoCo, the
-learned models). Python's own SIGINT handler raises KeyboardInterrupt there, so a stack stopped
-right after its start printed a traceback and exited -2 (seen: a visualizer at nice +10 still
-importing 20 s in). :func:`run_program`, which the installed programs start through, turns a
-stop during the import into a quiet exit 0, as a stop in the main loop is.
+Before a program's main loop there is its import: :mod:`parapush.program_entry` makes a stop
+there quiet too.
 """
 
 from __future__ import annotations
 
-import importlib
 import signal
-import sys
 import time
 from collections.abc import Iterable
 from types import FrameType
 
-__all__ = ["POLL_PERIOD", "STOP_SIGNALS", "StopSignals", "run_program"]
+__all__ = ["POLL_PERIOD", "STOP_SIGNALS", "StopSignals"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """The signals that stop a program cleanly."""
@@ -85,32 +80,3 @@ class StopSignals:
     def __exit__(self, *exc_info: object) -> None:
         self.restore()
 
-
-class StoppedWhileStarting(BaseException):
-    """A stop signal (its number in ``args[0]``) arrived while :func:`run_program` imported its
-    program. A BaseException, as KeyboardInterrupt is, so that no ``except Exception`` of the
-    imported code swallows it."""
-
-
-def _stop_while_starting(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - the handler's signature
-    raise StoppedWhileStarting(signum)
-
-
-def run_program(module: str) -> int:
-    """Import ``module`` (e.g. ``"parapush.nodes.mpc"``) and return its ``main()``'s exit code.
-
-    A SIGINT or SIGTERM during the import ends the program quietly: a line on stderr naming the
-    signal and exit code 0, as a program stopped in its main loop returns; Python's default
-    handlers are back before ``main()`` runs, which installs its own (:class:`StopSignals`).
-    """
-    previous = {number: signal.signal(number, _stop_while_starting) for number in STOP_SIGNALS}
-    try:
-        main = importlib.import_module(module).main
-    except StoppedWhileStarting as stop:
-        print(f"[INFO] {module}: stopped by {signal.Signals(stop.args[0]).name} while starting", file=sys.stderr,
-              flush=True)
-        return 0
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-    return main()

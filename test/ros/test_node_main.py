@@ -108,24 +108,38 @@ def test_sigints_repeated_while_the_node_stops_leave_no_traceback():
     assert "KeyboardInterrupt" not in errors and "Traceback" not in errors, errors
 
 
-@pytest.mark.parametrize("node", ["visualizer", "mpc"])
-def test_an_installed_node_stopped_while_it_imports_exits_zero_without_a_traceback(node):
-    """``ros2 run`` / the bringup start this script; its import (rclpy, MuJoCo, the learned
-    models) takes over a second even on a fast machine, and a Ctrl-C right after a stack's start
-    lands in it (a visualizer at nice +10 was still importing 20 s in)."""
+@pytest.mark.parametrize(("node", "started_by"), [("visualizer", "ros2 run"), ("mpc", "ros2 run"),
+                                                  ("visualizer", "bringup")])
+def test_a_node_stopped_while_it_imports_exits_zero_without_a_traceback(node, started_by):
+    """``ros2 run`` / ``ros2 launch`` start the installed script, the bringup ``python -m
+    parapush.program_entry``; the import (rclpy, MuJoCo, the learned models) takes over a second
+    even on a fast machine, and a Ctrl-C right after a stack's start lands in it (a visualizer at
+    nice +10 was still importing 20 s in)."""
     from ament_index_python.packages import get_package_prefix
 
-    script = os.path.join(get_package_prefix("parareal_pushing"), "lib", "parareal_pushing", node)
-    process = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from parapush.programs.bringup import Bringup
+
+    module = f"parapush.nodes.{node}"
+    bringup = Bringup("sim")
     try:
-        time.sleep(0.2)  # past the interpreter's own start, well inside the node module's import
-        process.send_signal(signal.SIGINT)
-        _, errors = process.communicate(timeout=60)
+        if started_by == "ros2 run":
+            prefix = get_package_prefix("parareal_pushing")
+            command = [sys.executable, os.path.join(prefix, "lib", "parareal_pushing", node)]
+        else:
+            command = bringup.command(next(entry for entry in bringup.entries() if entry.name == node))
+            assert command[1:4] == ["-m", "parapush.program_entry", module]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.2)  # past the interpreter's own start, well inside the node module's import
+            process.send_signal(signal.SIGINT)
+            _, errors = process.communicate(timeout=60)
+        finally:
+            process.kill()
     finally:
-        process.kill()
+        bringup.stop()
     assert process.returncode == 0, errors
     assert "Traceback" not in errors, errors
-    assert f"parapush.nodes.{node}: stopped by SIGINT while starting" in errors
+    assert f"{module}: stopped by SIGINT while starting" in errors
 
 
 def test_a_node_slow_to_shut_down_writes_where_it_is():

@@ -1,5 +1,4 @@
-"""StopSignals: SIGINT and SIGTERM recorded for a main loop, by a handler that takes no lock;
-run_program: a stop while a program imports ends it quietly with exit 0."""
+"""StopSignals: SIGINT and SIGTERM recorded for a main loop, by a handler that takes no lock."""
 
 from __future__ import annotations
 
@@ -74,56 +73,3 @@ def test_a_storm_of_signals_never_blocks_the_main_loop():
     # with it (284 of 300 on the 2 cores at load 6); what matters is that none blocks the loop
     assert 0 < int(completed.stdout) <= 300
 
-
-SLOW_PROGRAM = textwrap.dedent("""
-    import sys
-    import time
-
-    print("importing", flush=True)
-    try:
-        time.sleep(30)  # a slow import (rclpy, MuJoCo, the learned models on a loaded machine)
-    except Exception:  # imported code that swallows errors must not swallow the stop
-        pass
-    print("imported", flush=True)
-
-
-    def main():
-        return 5
-""")
-
-
-def start_program(tmp_path, source: str) -> subprocess.Popen:
-    (tmp_path / "slow_program.py").write_text(source)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    code = "import sys; from parapush.stop_signals import run_program; sys.exit(run_program('slow_program'))"
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
-
-
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
-def test_a_stop_while_the_program_imports_exits_zero_without_a_traceback(tmp_path, stop):
-    process = start_program(tmp_path, SLOW_PROGRAM)
-    try:
-        assert process.stdout.readline() == "importing\n"
-        process.send_signal(stop)
-        out, err = process.communicate(timeout=20)
-    finally:
-        process.kill()
-    assert process.returncode == 0, err
-    assert "imported" not in out
-    assert "Traceback" not in err
-    assert f"slow_program: stopped by {stop.name} while starting" in err
-
-
-def test_run_program_returns_mains_exit_code_and_puts_the_default_handlers_back(tmp_path):
-    source = textwrap.dedent("""
-        import signal
-
-
-        def main():
-            default = signal.getsignal(signal.SIGINT) is signal.default_int_handler
-            return 7 if default and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else 1
-    """)
-    process = start_program(tmp_path, source)
-    out, err = process.communicate(timeout=20)
-    assert process.returncode == 7, err

@@ -1,7 +1,8 @@
 """Bringup without ``ros2 launch``: every node of the graph as a child process.
 
 Reads the same ``config/graph.yaml`` and parameter files as ``launch/*.launch.py``, starts each
-node with ``python -m parapush.nodes.<executable> --ros-args --params-file ...``, and applies
+node with ``python -m parapush.program_entry parapush.nodes.<executable> --ros-args --params-file
+...`` (:mod:`parapush.program_entry`: a stop while it imports is quiet), and applies
 the graph's exit policy while the stack runs (a supervisor thread): a node with ``on_exit:
 respawn`` is started again after its delay, up to its restart count; the exit of any other node
 (or of a respawnable one out of restarts) stops the stack. Stopping (Ctrl-C, SIGTERM, or that
@@ -197,7 +198,7 @@ class Bringup:
         among the files (config/model.yaml's) rcl let the node's own section win over ``-p``
         (measured: ``-p planner_config:=... -p state_timeout:=1.0`` left the mpc node at
         config/mpc.yaml's planner.yaml and 5.0), so ``--param`` overrides went unapplied without a word."""
-        command = [sys.executable, "-m", f"parapush.nodes.{entry.executable}"]
+        command = [sys.executable, "-m", "parapush.program_entry", f"parapush.nodes.{entry.executable}"]
         command += ["--ros-args", "-r", f"__node:={entry.name}"]
         for path in self.graph.parameter_files(entry, self.profile):
             command += ["--params-file", str(path)]

@@ -28,31 +28,38 @@ __all__ = ["StoppedWhileStarting", "main", "run_program"]
 
 
 class StoppedWhileStarting(BaseException):
-    """A stop signal (its number in ``args[0]``) arrived while :func:`run_program` imported its
-    program. A BaseException, as KeyboardInterrupt is, so that no ``except Exception`` of the
-    imported code swallows it."""
-
-
-def _stop_while_starting(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - the handler's signature
-    raise StoppedWhileStarting(signum)
+    """Raised into the import by a stop signal (its number in ``args[0]``) that arrived while
+    :func:`run_program` imported its program. A BaseException, as KeyboardInterrupt is, so that
+    an ``except Exception`` of the imported code does not swallow it."""
 
 
 def run_program(module: str) -> int:
     """Import ``module`` (e.g. ``"parapush.nodes.mpc"``) and return its ``main()``'s exit code.
 
-    A SIGINT or SIGTERM during the import returns 0 after a line on stderr naming the signal.
+    A SIGINT or SIGTERM during the import returns 0 after a line on stderr naming the signal,
+    whatever the import made of the :class:`StoppedWhileStarting` raised into it (a C extension's
+    initialisation turns it into an ImportError; a library may swallow it and finish importing).
     Python's default handlers are back before ``main()`` runs, which installs its own.
     """
-    previous = {number: signal.signal(number, _stop_while_starting) for number in STOP_SIGNALS}
+    received: list[int] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - the handler's signature
+        received.append(signum)
+        raise StoppedWhileStarting(signum)
+
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
     try:
         program_main = importlib.import_module(module).main
-    except StoppedWhileStarting as stop:
-        print(f"[INFO] {module}: stopped by {signal.Signals(stop.args[0]).name} while starting", file=sys.stderr,
-              flush=True)
-        return 0
+    except BaseException:
+        if not received:
+            raise
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+    if received:
+        print(f"[INFO] {module}: stopped by {signal.Signals(received[0]).name} while starting", file=sys.stderr,
+              flush=True)
+        return 0
     return program_main()
 
 

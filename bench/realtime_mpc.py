@@ -413,8 +413,7 @@ def summarize(runs: list[dict]) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     headers = ["planner", "kind", "coarse", "workers", "corrected", "success", "95% CI", "replan p50 s", "p95 s",
-               "CPU s/plan", "task/exec",
-               "wait s/run", "controls", "task s (succ.)"]
+               "CPU s/plan", "task/exec", "wait s/run", "controls", "task s (succ.)"]
     body = [
         [
             r["planner"],

@@ -79,4 +79,3 @@ class StopSignals:
 
     def __exit__(self, *exc_info: object) -> None:
         self.restore()
-

@@ -1,9 +1,11 @@
 """Train the general learned coarse model (an interaction network) on general push datasets.
 
-Loss: mean squared error of the standardised per-object outputs (displacement, yaw change,
-final twist, :mod:`parapush.learning.graph_encoding`), the final-twist terms weighted by
-``twist_weight`` (stick-slip makes final velocities noisy targets); only objects (not
-obstacles) count. Every batch holds graphs of one node count
+Loss: per object, the sum over its standardised outputs (displacement, yaw change, final
+twist, :mod:`parapush.learning.graph_encoding`) of the squared error (``--loss squared``) or of
+the Huber loss (``--loss huber``: squared up to ``--huber-delta`` standard deviations, linear
+beyond, so that the chaotic tail of chain pushes weighs less against the typical push), the
+final-twist terms weighted by ``twist_weight`` (stick-slip makes final velocities noisy
+targets); only objects (not obstacles) count. Every batch holds graphs of one node count
 (:mod:`parapush.learning.graph_training_data`); half its graphs, drawn at random, are
 mirrored about the frame's x-axis (a valid push too). Split by scene (continuation pushes
 of a scene stay on the same side). Adam with a cosine learning-rate decay to 2 % over the
@@ -114,8 +116,28 @@ class _Batches:
             yield batch
 
 
-def _evaluate(model: InteractionNetwork, batches: _Batches, weights: torch.Tensor) -> dict[str, float]:
-    """Validation loss and errors of moved objects (position mm, yaw deg) in the network's frame."""
+LOSSES = ("squared", "huber")
+
+
+def output_losses(predicted: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor, loss: str,
+                  huber_delta: float) -> torch.Tensor:
+    """Per-node training loss (..., ) of standardised outputs (..., 6): the ``weights``-weighted sum
+    over the outputs of the squared error or, ``loss`` "huber", of the Huber loss with threshold
+    ``huber_delta`` (standard deviations; 0.5 e^2 below it, ``huber_delta`` (|e| - 0.5 ``huber_delta``)
+    beyond)."""
+    if loss == "squared":
+        elementwise = (predicted - targets) ** 2
+    elif loss == "huber":
+        elementwise = torch.nn.functional.huber_loss(predicted, targets, reduction="none", delta=huber_delta)
+    else:
+        raise ValueError(f"loss: {loss!r} is not one of {LOSSES}")
+    return (elementwise * weights).sum(dim=-1)
+
+
+def _evaluate(model: InteractionNetwork, batches: _Batches, weights: torch.Tensor, loss: str,
+              huber_delta: float) -> dict[str, float]:
+    """Validation loss (the training's) and errors of moved objects (position mm, yaw deg) in the
+    network's frame."""
     model.eval()
     losses, position_errors, yaw_errors = [], [], []
     scale = batches.output_scale
@@ -123,8 +145,7 @@ def _evaluate(model: InteractionNetwork, batches: _Batches, weights: torch.Tenso
     with torch.no_grad():
         for nodes, edges, edge_mask, movable, targets in batches.epoch(4096, None, False):
             predicted = model(nodes, edges, edge_mask)
-            squared = ((predicted - targets) ** 2 * weights)[movable]
-            losses.append(squared.sum(dim=-1))
+            losses.append(output_losses(predicted, targets, weights, loss, huber_delta)[movable])
             raw_predicted = predicted * scale + mean
             raw_targets = targets * scale + mean
             moved = movable & (torch.linalg.norm(raw_targets[..., :2], dim=-1) > MOVED_THRESHOLD)
@@ -180,7 +201,7 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
         total, count = 0.0, 0
         for nodes, edges, edge_mask, movable, targets in training.epoch(options.batch_nodes, generator, True):
             predicted = model(nodes, edges, edge_mask)
-            loss = ((predicted - targets) ** 2 * weights)[movable].sum(dim=-1).mean()
+            loss = output_losses(predicted, targets, weights, options.loss, options.huber_delta)[movable].mean()
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -191,7 +212,7 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
                        (time.perf_counter() - training_started) / (60.0 * options.max_minutes))
         for group in optimiser.param_groups:
             group["lr"] = options.lr * (0.02 + 0.98 * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))))
-        metrics = _evaluate(model, validation, weights)
+        metrics = _evaluate(model, validation, weights, options.loss, options.huber_delta)
         record = {"epoch": epoch, "train_loss": total / max(count, 1), "seconds": time.perf_counter() - epoch_started,
                   **{f"validation_{key}": value for key, value in metrics.items()}}
         history.append(record)
@@ -203,7 +224,7 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
             print(f"stopping after epoch {epoch}: --max-minutes {options.max_minutes} reached", flush=True)
             break
     model.load_state_dict(best[1])
-    final = _evaluate(model, validation, weights)
+    final = _evaluate(model, validation, weights, options.loss, options.huber_delta)
     training_seconds = time.perf_counter() - training_started
     dataset_summary = {
         "fine_settings": fine_settings,
@@ -221,6 +242,7 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
     training_summary = {
         "epochs_run": len(history), "best_epoch": best[2], "hidden": options.hidden, "rounds": options.rounds,
         "lr": options.lr, "batch_nodes": options.batch_nodes, "twist_weight": options.twist_weight,
+        "loss": options.loss, "huber_delta": options.huber_delta,
         "seed": options.seed, "threads": options.threads, "validation_fraction": options.validation_fraction,
         "training_graphs": int(sum(len(group.rows) for group in train_groups)),
         "validation_graphs": int(sum(len(group.rows) for group in validation_groups)),
@@ -250,10 +272,17 @@ def _parse(arguments: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--batch-nodes", type=int, default=2048, help="about this many nodes per batch")
     parser.add_argument("--twist-weight", type=float, default=0.3)
+    parser.add_argument("--loss", choices=LOSSES, default="huber",
+                        help="per-output loss of the standardised outputs (huber: linear beyond --huber-delta)")
+    parser.add_argument("--huber-delta", type=float, default=0.1,
+                        help="Huber threshold, standard deviations of each output (> 0)")
     parser.add_argument("--validation-fraction", type=float, default=0.1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args(arguments)
+    options = parser.parse_args(arguments)
+    if not options.huber_delta > 0.0:
+        parser.error(f"--huber-delta: {options.huber_delta} is not > 0")
+    return options
 
 
 def main(arguments: Sequence[str] | None = None) -> int:

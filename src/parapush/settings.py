@@ -105,6 +105,8 @@ class SettingInfo:
             return check_choice(name, value, self.choices)
         if not isinstance(value, str):
             raise ValueError(f"{name}: expected a string, got {value!r}")
+        if value == "" and self.ros_none == "":
+            raise ValueError(f"{name}: empty; null (or \"\" in a ROS parameter) means {self.none}")
         return value
 
     def _check_numbers(self, name: str, value: Any) -> tuple[float, ...]:

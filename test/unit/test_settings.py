@@ -223,3 +223,15 @@ def test_safety_limits_declare_their_limits_and_keep_the_box_required():
         SafetyLimits(-1.0, 1.0, -1.0, 1.0, command_timeout_s=0.0)
     with pytest.raises(TypeError):
         SafetyLimits()  # the workspace box has no default
+
+
+def test_an_empty_path_is_the_ros_stand_in_only():
+    """"" means "the shipped weights" in a ROS parameter; given in Python it is refused, not read as a path."""
+    from parapush.prediction.config import ModelConfig, model_config_from_mapping
+
+    assert model_config_from_mapping({"general_weights": ""}).general_weights is None
+    with pytest.raises(ValueError, match=r'^general_weights: empty; null \(or "" in a ROS parameter\) means the '
+                                         r"shipped weights"):
+        ModelConfig(general_weights="")
+    with pytest.raises(SettingsError, match=r"^model\.learned_weights: empty"):
+        settings_from_mapping(ModelConfig, {"learned_weights": ""}, "model")

@@ -17,8 +17,8 @@ SLOW_PROGRAM = textwrap.dedent("""
     import sys
     import time
 
-    print("importing", flush=True)
     try:
+        print("importing", flush=True)  # inside the try: the test's stop, sent on this line, lands in it
         time.sleep(30)  # a slow import (rclpy, MuJoCo, the learned models on a loaded machine)
     except Exception:  # imported code that swallows errors must not swallow the stop
         pass

@@ -13,6 +13,7 @@ from parapush.execution.safety import SafetyLimits
 from parapush.execution.velocity_executor import ExecutorSettings
 from parapush.learning.sampling import PushSamplingConfig
 from parapush.physics.fine_settings import FineSettings
+from parapush.prediction.config import ModelConfig, model_config_from_mapping
 from parapush.settings import (
     SettingsError,
     check_settings,
@@ -227,8 +228,6 @@ def test_safety_limits_declare_their_limits_and_keep_the_box_required():
 
 def test_an_empty_path_is_the_ros_stand_in_only():
     """"" means "the shipped weights" in a ROS parameter; given in Python it is refused, not read as a path."""
-    from parapush.prediction.config import ModelConfig, model_config_from_mapping
-
     assert model_config_from_mapping({"general_weights": ""}).general_weights is None
     with pytest.raises(ValueError, match=r'^general_weights: empty; null \(or "" in a ROS parameter\) means the '
                                          r"shipped weights"):

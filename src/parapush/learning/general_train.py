@@ -24,7 +24,8 @@ import argparse
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -134,10 +135,13 @@ def output_losses(predicted: torch.Tensor, targets: torch.Tensor, weights: torch
     return (elementwise * weights).sum(dim=-1)
 
 
-def _evaluate(model: InteractionNetwork, batches: _Batches, weights: torch.Tensor, loss: str,
-              huber_delta: float) -> dict[str, float]:
-    """Validation loss (the training's) and errors of moved objects (position mm, yaw deg) in the
-    network's frame."""
+LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""(predicted, targets) -> per-node loss: :func:`output_losses` with the run's weights and loss bound."""
+
+
+def _evaluate(model: InteractionNetwork, batches: _Batches, node_losses: LossFunction) -> dict[str, float]:
+    """Validation loss (``node_losses``, the training's) and errors of moved objects (position mm,
+    yaw deg) in the network's frame."""
     model.eval()
     losses, position_errors, yaw_errors = [], [], []
     scale = batches.output_scale
@@ -145,7 +149,7 @@ def _evaluate(model: InteractionNetwork, batches: _Batches, weights: torch.Tenso
     with torch.no_grad():
         for nodes, edges, edge_mask, movable, targets in batches.epoch(4096, None, False):
             predicted = model(nodes, edges, edge_mask)
-            losses.append(output_losses(predicted, targets, weights, loss, huber_delta)[movable])
+            losses.append(node_losses(predicted, targets)[movable])
             raw_predicted = predicted * scale + mean
             raw_targets = targets * scale + mean
             moved = movable & (torch.linalg.norm(raw_targets[..., :2], dim=-1) > MOVED_THRESHOLD)
@@ -192,6 +196,7 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
                                options.rounds)
     optimiser = torch.optim.Adam(model.parameters(), lr=options.lr)
     weights = torch.tensor([1.0, 1.0, 1.0, options.twist_weight, options.twist_weight, options.twist_weight])
+    node_losses = partial(output_losses, weights=weights, loss=options.loss, huber_delta=options.huber_delta)
     history = []
     best = (math.inf, None, -1)
     training_started = time.perf_counter()
@@ -201,7 +206,7 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
         total, count = 0.0, 0
         for nodes, edges, edge_mask, movable, targets in training.epoch(options.batch_nodes, generator, True):
             predicted = model(nodes, edges, edge_mask)
-            loss = output_losses(predicted, targets, weights, options.loss, options.huber_delta)[movable].mean()
+            loss = node_losses(predicted, targets)[movable].mean()
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -212,7 +217,7 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
                        (time.perf_counter() - training_started) / (60.0 * options.max_minutes))
         for group in optimiser.param_groups:
             group["lr"] = options.lr * (0.02 + 0.98 * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))))
-        metrics = _evaluate(model, validation, weights, options.loss, options.huber_delta)
+        metrics = _evaluate(model, validation, node_losses)
         record = {"epoch": epoch, "train_loss": total / max(count, 1), "seconds": time.perf_counter() - epoch_started,
                   **{f"validation_{key}": value for key, value in metrics.items()}}
         history.append(record)
@@ -224,7 +229,7 @@ def train(options: argparse.Namespace) -> dict[str, Any]:
             print(f"stopping after epoch {epoch}: --max-minutes {options.max_minutes} reached", flush=True)
             break
     model.load_state_dict(best[1])
-    final = _evaluate(model, validation, weights, options.loss, options.huber_delta)
+    final = _evaluate(model, validation, node_losses)
     training_seconds = time.perf_counter() - training_started
     dataset_summary = {
         "fine_settings": fine_settings,

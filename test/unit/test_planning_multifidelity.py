@@ -21,6 +21,7 @@ from parapush.planning.multifidelity import (
     BiasedModel,
     MultiFidelityPlanner,
     MultiFidelitySettings,
+    coarse_continuation,
     select_elites,
 )
 from parapush.planning.pipelined_mpc import PipelinedMpcLoop
@@ -209,6 +210,36 @@ def test_partial_correction_uses_the_corrector_for_the_leading_controls_and_the_
     tail = glued_model(scene).predict(head[1], result.controls[None, 1:], np.ones(3))[0]
     np.testing.assert_allclose(result.trajectory, np.concatenate([head, tail[1:]]))
     assert result.cost == pytest.approx(float(cost.evaluate(result.trajectory[None], result.controls[None])[0]))
+
+
+class RowByRow:
+    """A coarse model with only ``predict`` (one initial state per call): the per-row path."""
+
+    def __init__(self, model: PropagatorRollout) -> None:
+        self.model = model
+        self.calls = 0
+
+    def predict(self, initial_state, controls, durations):
+        self.calls += 1
+        return self.model.predict(initial_state, controls, durations)
+
+
+def test_the_coarse_continuation_of_all_rows_is_one_rollout_and_equals_one_per_row() -> None:
+    scene = tiny_scene()
+    rng = np.random.default_rng(3)
+    controls = rng.uniform(-0.05, 0.05, size=(4, 4, 2))
+    durations = np.ones(4)
+    heads = PropagatorRollout(SlippingPropagator(scene.layout, gain=0.5, angle=0.3)).predict(
+        initial_state(scene), controls[:, :2], durations[:2])
+    heads[2, -1] = np.nan  # a row the corrector could not predict stays NaN after its head
+    propagator = GluedPropagator(scene.layout)
+    together = coarse_continuation(PropagatorRollout(propagator), heads, controls, durations)
+    assert propagator.calls == 2  # the two controls after the heads, all rows at once
+    row_by_row = RowByRow(glued_model(scene))
+    np.testing.assert_array_equal(together, coarse_continuation(row_by_row, heads, controls, durations))
+    assert row_by_row.calls == 3  # the finite rows
+    np.testing.assert_array_equal(together[:, :3][[0, 1, 3]], heads[[0, 1, 3]])
+    assert np.all(np.isnan(together[2, 2:])) and np.all(np.isfinite(together[[0, 1, 3]]))
 
 
 def test_preset_cost_overrides_merge_into_the_configured_costs_without_changing_them() -> None:

@@ -58,3 +58,31 @@ def test_rollout_argument_validation() -> None:
         model.predict(state[:4], np.zeros((1, 2, 2)), np.ones(2))
     with pytest.raises(TypeError, match="propagator: expected an object with a StateLayout"):
         PropagatorRollout(object())
+
+
+def test_each_row_from_its_own_state_equals_one_rollout_per_row() -> None:
+    scene = tiny_scene()
+    rng = np.random.default_rng(1)
+    starts = initial_state(scene) + rng.uniform(-0.02, 0.02, size=(5, scene.layout.dimension))
+    controls = rng.uniform(-0.05, 0.05, size=(5, 3, 2))
+    durations = np.array([1.0, 0.5, 2.0])
+    propagator = GluedPropagator(scene.layout)
+    together = PropagatorRollout(propagator).predict_from_each(starts, controls, durations)
+    assert propagator.calls == 3  # one call per control for all rows
+    one_by_one = PropagatorRollout(GluedPropagator(scene.layout))
+    for row in range(5):
+        np.testing.assert_array_equal(together[row], one_by_one.predict(starts[row], controls[row:row + 1],
+                                                                         durations)[0])
+
+
+def test_each_row_from_its_own_state_argument_validation() -> None:
+    scene = tiny_scene()
+    model = PropagatorRollout(GluedPropagator(scene.layout))
+    starts = np.tile(initial_state(scene), (2, 1))
+    with pytest.raises(ValueError, match=r"initial_states: expected shape \(S, 10\)"):
+        model.predict_from_each(starts[:, :4], np.zeros((2, 2, 2)), np.ones(2))
+    with pytest.raises(ValueError, match="controls: 3 sequences for 2 initial_states"):
+        model.predict_from_each(starts, np.zeros((3, 2, 2)), np.ones(2))
+    starts[1, 0] = np.nan
+    with pytest.raises(ValueError, match="initial_states: contains non-finite values"):
+        model.predict_from_each(starts, np.zeros((2, 2, 2)), np.ones(2))

@@ -564,17 +564,27 @@ def coarse_continuation(coarse: PredictiveModel, heads: np.ndarray, controls: np
                         durations: np.ndarray) -> np.ndarray:
     """Trajectories (R, N+1, D) of ``heads`` (R, m+1, D), the states of the first m controls of
     ``controls`` (R, N, 2), continued by the ``coarse`` model from each head's last state over the
-    remaining controls (one call per row); rows whose head ends non-finite stay NaN after it."""
+    remaining controls; rows whose head ends non-finite stay NaN after it. A ``coarse`` model with
+    ``predict_from_each`` (:class:`~parapush.planning.predictive_model.PropagatorRollout`) is called
+    once for all rows, any other once per row."""
     rows, horizon = controls.shape[:2]
     depth = heads.shape[1] - 1
     trajectories = np.full((rows, horizon + 1, heads.shape[2]), np.nan)
     trajectories[:, : depth + 1] = heads
     if depth == horizon:
         return trajectories
-    for row, start in enumerate(heads[:, depth]):
-        if np.all(np.isfinite(start)):
-            tail = coarse.predict(start, controls[row : row + 1, depth:], durations[depth:])
-            trajectories[row, depth + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
+    starts = heads[:, depth]
+    finite = np.flatnonzero(np.all(np.isfinite(starts), axis=1))
+    if finite.size == 0:
+        return trajectories
+    predict_from_each = getattr(coarse, "predict_from_each", None)
+    if callable(predict_from_each):
+        tails = np.asarray(predict_from_each(starts[finite], controls[finite, depth:], durations[depth:]), dtype=float)
+        trajectories[finite, depth + 1 :] = tails[:, 1:]
+        return trajectories
+    for row in finite:
+        tail = coarse.predict(starts[row], controls[row : row + 1, depth:], durations[depth:])
+        trajectories[row, depth + 1 :] = np.asarray(tail, dtype=float)[0, 1:]
     return trajectories
 
 

@@ -108,9 +108,31 @@ class PropagatorRollout:
         initial_state, controls, durations = check_prediction_arguments(
             self.layout, initial_state, controls, durations
         )
+        return self._roll_out(np.broadcast_to(initial_state, (controls.shape[0], self.layout.dimension)),
+                              controls, durations)
+
+    def predict_from_each(self, initial_states: np.ndarray, controls: np.ndarray, durations: np.ndarray
+                          ) -> np.ndarray:
+        """Trajectories (S, N+1, D) for controls (S, N, 2) m/s held for durations (N,) s each, row s
+        from its own ``initial_states[s]`` (S, D); one propagator call per control for all rows, so
+        the same numbers as S calls of :meth:`predict` (a row-wise propagator's) at the cost of N."""
+        initial_states = np.array(initial_states, dtype=float)
+        if initial_states.ndim != 2 or initial_states.shape[1] != self.layout.dimension:
+            raise ValueError(f"initial_states: expected shape (S, {self.layout.dimension}), got "
+                             f"{initial_states.shape}")
+        _, controls, durations = check_prediction_arguments(
+            self.layout, np.zeros(self.layout.dimension), controls, durations
+        )
+        if controls.shape[0] != initial_states.shape[0]:
+            raise ValueError(f"controls: {controls.shape[0]} sequences for {initial_states.shape[0]} initial_states")
+        if not np.all(np.isfinite(initial_states)):
+            raise ValueError("initial_states: contains non-finite values")
+        return self._roll_out(initial_states, controls, durations)
+
+    def _roll_out(self, initial_states: np.ndarray, controls: np.ndarray, durations: np.ndarray) -> np.ndarray:
         samples, horizon = controls.shape[:2]
         trajectories = np.full((samples, horizon + 1, self.layout.dimension), np.nan)
-        trajectories[:, 0] = initial_state
+        trajectories[:, 0] = initial_states
         alive = np.ones(samples, dtype=bool)
         for step in range(horizon):
             rows = np.flatnonzero(alive)

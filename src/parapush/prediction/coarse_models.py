@@ -41,7 +41,8 @@ from parapush.scene import Scene
 from parapush.validation import check_instance
 
 BUILT_MODELS = tuple(name for name in COARSE_MODELS if name != "auto")
-"""The coarse models the factory builds, in the order ``auto`` tries them (most accurate first;
+"""The coarse models the factory builds, in the order ``auto`` tries them (the cheapest learned
+model first, :data:`~parapush.prediction.config.COARSE_MODELS` says what that costs in accuracy;
 the analytical model serves every scene)."""
 
 

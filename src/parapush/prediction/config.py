@@ -37,8 +37,12 @@ from parapush.yaml_file import read_yaml
 COARSE_MODELS = ("auto", "learned", "general", "analytical")
 """``learned``: the network for the papers' cylinders (1-4 of 51.2 mm, 0.5 kg); ``general``: the
 general learned model (any outline, 1-16 objects, physical parameters and obstacles within its
-trained ranges); ``auto``: the first of learned, general and analytical (this order, the most
-accurate first) that serves the scene (:mod:`parapush.prediction.coarse_models`)."""
+trained ranges); ``auto``: the first of learned, general and analytical (this order, the cheapest
+learned model first) that serves the scene (:mod:`parapush.prediction.coarse_models`). On the papers'
+cylinders the general model is the more accurate (held-out one-step median 0.76 against 2.22 mm,
+its card) but costs 2-4x more per prediction (a 30 x 4 rollout on a papers' scene, 2-core AMD EPYC:
+7.8-17 against 3.2-6.3 ms), paid at every coarse iteration of a real-time re-plan; ask for
+``general`` where accuracy matters more than time."""
 
 MAX_ITERATIONS = 64
 """Largest configurable Parareal K (a request's K is bounded by its number of controls N)."""

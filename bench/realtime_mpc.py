@@ -284,7 +284,7 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
             waiting = max(0.0, task - execution)
             controls = result.controls_executed
             applied = result.executed_controls.tolist()
-            extra = {}
+            extra = {"blocker_clearings": result.blocker_clearings}
         else:
             result = built.loop.run(world, max_controls=max_controls)
             replans = result.replan_times.tolist()
@@ -296,6 +296,7 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
                 "fallbacks": result.fallbacks,
                 "budget_cuts": result.budget_cuts,
                 "diverged_predictions": result.diverged_predictions,
+                "blocker_clearings": result.blocker_clearings,
                 "prediction_error_mm": [1e3 * step.prediction_error for step in result.steps],
             }
         engine = getattr(built.model, "engine", None)
@@ -403,6 +404,7 @@ def summarize(runs: list[dict]) -> list[dict]:
                     "task_over_execution": sum(r["task_time"] for r in chosen) / execution if execution else math.nan,
                     "waiting_s_per_run": sum(r["waiting_time"] for r in chosen) / len(chosen),
                     "controls_mean": float(np.mean([r["controls"] for r in chosen])),
+                    "blocker_clearings": sum(int(r.get("blocker_clearings", 0)) for r in chosen),
                     "task_time_success_mean_s": float(np.mean([r["task_time"] for r in chosen if r["success"]]))
                     if successes
                     else math.nan,

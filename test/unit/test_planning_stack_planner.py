@@ -44,6 +44,19 @@ def test_overrides_change_what_they_name_and_are_kept() -> None:
             sources.with_overrides(bad)
 
 
+def test_mpc_overrides_win_over_the_presets_own_mpc_fields() -> None:
+    """The realtime preset sets ``initial_speed`` and ``clear_blockers``; a user's override of either
+    (the planner file's ``mpc`` section, a node's ``mpc.*`` parameter) is what the loop gets."""
+    sources = PlannerSources.load()
+    preset = sources.preset
+    assert preset.name == "realtime" and preset.mpc_settings(sources.planner.mpc).clear_blockers
+    assert preset.mpc_settings(sources.planner.mpc).initial_speed == 0.1
+    changed = sources.with_overrides({"mpc": {"initial_speed": 0.05, "clear_blockers": False}})
+    settings = changed.preset.mpc_settings(changed.planner.mpc)
+    assert settings.initial_speed == 0.05 and not settings.clear_blockers
+    assert sources.preset.mpc_settings(sources.planner.mpc).clear_blockers  # the sources are unchanged
+
+
 def test_the_pipelined_preset_gets_the_replan_budget_and_the_sequential_one_the_files() -> None:
     scene = load_scene(config_dir() / "scenes" / "isrr_obstacle.yaml")
     sources = PlannerSources.load().with_overrides({"model": {"workers": 1}})

@@ -94,3 +94,19 @@ def test_a_robust_planner_reports_the_target_s_belief_narrowing_as_it_pushes() -
     assert report.parameter_estimate.shape == (5,) and not np.allclose(report.parameter_spread, prior)
     _, nominal, nominal_steps = run("realtime")
     assert nominal.parameter_estimate.shape == (0,) and nominal_steps[0].parameter_spread.shape == (0,)
+
+
+@pytest.mark.parametrize("preset_name", sorted(PRESETS))
+def test_a_blocker_clearing_is_reported_in_the_steps_events(preset_name) -> None:
+    """Both loops report the clearing's start and end in the feedback's ``event``."""
+    scene = tiny_scene(others=((0.03, 0.03),))  # on the target's line to the goal, near it
+    glued = GluedPropagator(scene.layout, scene.target_index)
+    sources = PlannerSources(planner=CONFIG, model=ModelConfig(), preset=PRESETS[preset_name]).with_overrides(
+        {"mpc": {"max_controls": 6, "clear_blockers": True, "blocker_clear_controls": 2}})
+    steps = []
+    with build_planner(scene, sources, model=glued_model(scene), coarse=glued) as built:
+        report = run_task(built, VirtualClockWorld(PropagatorPhysics(glued, initial_state(scene))),
+                          callback=steps.append)
+    assert report.outcome is not MpcOutcome.ERROR, report.failure_reason
+    assert "blocker clearing: 'other_0' stands on the target's line near the goal" in steps[0].event
+    assert any("blocker clearing: 'other_0' done (after 2 controls)" in step.event for step in steps[1:])

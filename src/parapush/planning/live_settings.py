@@ -17,7 +17,8 @@ Which settings, and from when a change applies:
   checks are built from them): ``optimizer.horizon``, ``optimizer.control_duration`` (s),
   ``optimizer.max_speed`` (m/s), ``mpc.max_controls``, ``mpc.obstacle_tolerance`` (m, the
   clearance at which a body counts as hitting an obstacle), ``mpc.table_margin`` (m),
-  ``mpc.replan_proposal``.
+  ``mpc.replan_proposal``, ``mpc.clear_blockers``, ``mpc.blocker_line_offset`` (m),
+  ``mpc.blocker_goal_reach`` (m), ``mpc.blocker_clear_controls``.
 
 Not tunable (read-only node parameters, refused): the preset (``planner``; a goal may name
 another), the planner file, the predictive model (``model.*``). The goal region (the "goal
@@ -59,7 +60,8 @@ OPTIMIZER_NEXT_GOAL = ("horizon", "control_duration", "max_speed")
 """Optimizer fields that apply from the next goal."""
 MULTIFIDELITY_LIVE = ("elites", "rounds", "refine_iterations", "mismatch_tolerance")
 """Multi-fidelity fields a running goal's next re-plan uses."""
-MPC_NEXT_GOAL = ("max_controls", "obstacle_tolerance", "table_margin", "replan_proposal")
+MPC_NEXT_GOAL = ("max_controls", "obstacle_tolerance", "table_margin", "replan_proposal", "clear_blockers",
+                 "blocker_line_offset", "blocker_goal_reach", "blocker_clear_controls")
 """MPC loop fields that apply from the next goal."""
 
 FROM_NEXT_REPLAN = "applies from the next re-plan"

@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from parapush.physics.projection import FeasibilityProjector
+from parapush.planning.blocker_clearing import BlockerClearing
 from parapush.planning.costs import CostFunction
 from parapush.planning.goal_route import GoalRoute
 from parapush.planning.initial_guess import WARM_START_FILLS, shift_controls, straight_line_controls
@@ -68,6 +69,15 @@ class MpcSettings:
         replan_proposal: every re-plan also starts from the straight-line push from its own
             start state (``optimize(..., proposals=...)``), besides the shifted warm start; false:
             the papers' warm start alone.
+        clear_blockers: clear a movable object standing on the target's line near the goal out of
+            the way before pushing the target (a sub-goal, :mod:`parapush.planning.blocker_clearing`);
+            false: the papers' loop, which plans for the task's goal only.
+        blocker_line_offset: m, an object whose centre is within this of the target's line to the
+            goal blocks it (with ``clear_blockers``).
+        blocker_goal_reach: m, an object blocks only if its centre is within this much more than
+            a target touching it at the goal's edge (goal radius + both bounding radii) from the
+            goal's centre.
+        blocker_clear_controls: controls a clearing may take before the loop turns back to the target.
     """
 
     max_controls: int = setting(20, "controls executed before giving up", minimum=1)
@@ -79,6 +89,14 @@ class MpcSettings:
     warm_start_fill: str = setting("repeat", "how the shifted warm start is completed", choices=WARM_START_FILLS)
     replan_proposal: bool = setting(True, "every re-plan also starts from the straight-line push from its start "
                                     "state (false: the shifted warm start alone)")
+    clear_blockers: bool = setting(False, "clear a movable object standing on the target's line near the goal out "
+                                   "of the way first (false: plan for the task's goal only)")
+    blocker_line_offset: float = setting(0.02, "an object within this of the target's line to the goal blocks it",
+                                         unit="m", minimum=0.0)
+    blocker_goal_reach: float = setting(0.12, "an object blocks only within this beyond touching a target at the "
+                                        "goal's edge", unit="m", minimum=0.0)
+    blocker_clear_controls: int = setting(6, "controls a clearing may take before the loop turns back to the target",
+                                          minimum=1)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -114,6 +132,9 @@ class MpcStep:
         unstable_samples: sequences whose prediction was non-finite during it.
         distance_to_goal: m, observed target centre to goal centre.
         cost_terms: weighted cost terms of the planned sequence, by name.
+        clearing: the object the plan was clearing off the target's way ("" for the task's own
+            goal; ``MpcSettings.clear_blockers``).
+        clearing_event: what the blocker clearing decided at this step's observation ("" for nothing).
     """
 
     step: int
@@ -128,6 +149,8 @@ class MpcStep:
     unstable_samples: int
     distance_to_goal: float
     cost_terms: dict[str, float] = field(default_factory=dict)
+    clearing: str = ""
+    clearing_event: str = ""
 
 
 @dataclass(frozen=True)
@@ -148,6 +171,7 @@ class MpcResult:
         states: (k+1, D) observed states, the first one before any control.
         executed_controls: (k, 2) m/s, the controls executed.
         planned_costs: (k,) optimizer cost of each step's plan.
+        blocker_clearings: objects cleared off the target's way (``MpcSettings.clear_blockers``).
     """
 
     outcome: MpcOutcome
@@ -162,6 +186,7 @@ class MpcResult:
     states: np.ndarray
     executed_controls: np.ndarray
     planned_costs: np.ndarray
+    blocker_clearings: int = 0
 
     @property
     def success(self) -> bool:
@@ -295,6 +320,8 @@ class _Run:
         self.executed: list[np.ndarray] = []
         self.planned_costs: list[float] = []
         self.distance = math.nan
+        self.clearing = BlockerClearing.for_task(loop.scene, loop.settings)
+        self.clearing_event = ""
 
     def canceled(self) -> bool:
         return self.loop.cancel_requested or bool(self.should_cancel is not None and self.should_cancel())
@@ -309,6 +336,8 @@ class _Run:
         self.states.append(state)
         status = self.loop.termination.check(state)
         self.distance = status.distance_to_goal
+        if not status.finished:
+            self.clearing_event = self.clearing.update(state, len(self.executed))
         # Plans start from the observation with its overlaps resolved (ISRR Eq 9): a pusher pressing
         # a box against another body sinks several mm into it (soft contacts, the real thing's
         # compliance), more than a prediction request accepts (model.max_initial_overlap).
@@ -322,7 +351,8 @@ class _Run:
             if status.finished:
                 return self.finish(status.outcome, status.reason)
             if initial_controls is None:
-                controls = loop.settings.straight_line(loop.scene, state, settings, loop.cost.route)
+                controls = loop.settings.straight_line(self.clearing.planning_scene(), state, settings,
+                                                       self.clearing.cost(loop.cost).route)
             else:
                 controls = np.array(initial_controls, dtype=float)
                 if controls.shape != (settings.horizon, 2):
@@ -336,10 +366,10 @@ class _Run:
                 planning_started = time.perf_counter()
                 if loop.before_plan is not None:
                     loop.before_plan(loop)
+                scene, cost = self.clearing.planning_scene(), self.clearing.cost(loop.cost)
                 plan = loop.optimizer.optimize(
-                    state, controls, loop.model, loop.cost.with_previous_control(previous),
-                    proposals=(loop.settings.proposals(loop.scene, state, settings, loop.cost.route)
-                               if step else None),
+                    state, controls, loop.model, cost.with_previous_control(previous),
+                    proposals=loop.settings.proposals(scene, state, settings, cost.route) if step else None,
                 )
                 planning = time.perf_counter() - planning_started
                 self.planning_time += planning
@@ -363,6 +393,8 @@ class _Run:
                             unstable_samples=plan.unstable_samples,
                             distance_to_goal=self.distance,
                             cost_terms=dict(plan.cost_terms),
+                            clearing=self.clearing.clearing_name,
+                            clearing_event=self.clearing_event,
                         )
                     )
                     if self.canceled():
@@ -409,4 +441,5 @@ class _Run:
             states=states,
             executed_controls=np.array(self.executed).reshape(-1, 2),
             planned_costs=np.array(self.planned_costs),
+            blocker_clearings=self.clearing.clearings,
         )

@@ -48,6 +48,7 @@ import numpy as np
 
 from parapush.physics.projection import FeasibilityProjector
 from parapush.planning.async_world import AsyncWorld
+from parapush.planning.blocker_clearing import BlockerClearing
 from parapush.planning.costs import CostFunction
 from parapush.planning.initial_guess import shift_controls
 from parapush.planning.mpc import MpcOutcome, MpcSettings
@@ -122,6 +123,9 @@ class PipelinedStep:
         cost: the plan's (corrected) cost.
         budget_cut: whether the time budget cut a search of the plan it came from
             (``OptimizationResult.stop_reason == "time_budget"``).
+        clearing: the object its plan was clearing off the target's way ("" for the task's own
+            goal; ``MpcSettings.clear_blockers``).
+        clearing_event: what the blocker clearing decided at the observation before its plan ("" for nothing).
     """
 
     step: int
@@ -134,6 +138,8 @@ class PipelinedStep:
     prediction_error: float
     cost: float
     budget_cut: bool = False
+    clearing: str = ""
+    clearing_event: str = ""
 
 
 @dataclass(frozen=True)
@@ -153,6 +159,7 @@ class PipelinedResult:
         budget_cuts: searches (optimize calls) the time budget cut.
         diverged_predictions: control end states the corrector could not predict from the
             observation, the plan's prediction standing in (``predict_one``).
+        blocker_clearings: objects cleared off the target's way (``MpcSettings.clear_blockers``).
     """
 
     outcome: MpcOutcome
@@ -169,6 +176,7 @@ class PipelinedResult:
     fallbacks: int
     budget_cuts: int = 0
     diverged_predictions: int = 0
+    blocker_clearings: int = 0
 
     @property
     def success(self) -> bool:
@@ -313,6 +321,12 @@ class _PipelinedRun:
     task_started: float = math.nan
     timeline: _Timeline = field(default_factory=_Timeline)
     idle_since: float = math.nan
+    clearing: BlockerClearing = field(init=False)
+    clearing_event: str = ""
+    planned_clearing: str = ""
+
+    def __post_init__(self) -> None:
+        self.clearing = BlockerClearing.for_task(self.loop.scene, self.loop.settings)
 
     # -- pieces ------------------------------------------------------------------------------
     def observe(self) -> tuple[np.ndarray, TaskStatus]:
@@ -323,6 +337,9 @@ class _PipelinedRun:
         self.states.append(state)
         status = self.loop.termination.check(state)
         self.distance = status.distance_to_goal
+        if not status.finished:
+            event = self.clearing.update(state, len(self.steps))
+            self.clearing_event = "; ".join(filter(None, (self.clearing_event, event)))
         # Plans start from the observation with its overlaps resolved (ISRR Eq 9): a pusher pressing
         # a box against another body sinks several mm into it (soft contacts, the real thing's
         # compliance), more than a prediction request accepts (model.max_initial_overlap).
@@ -331,14 +348,16 @@ class _PipelinedRun:
     def plan(self, state: np.ndarray, controls: np.ndarray, previous: np.ndarray, *,
              first: bool = False) -> tuple[OptimizationResult, float]:
         """Optimize from ``state`` starting at ``controls``; a re-plan (not ``first``) also tries
-        the straight-line push from ``state`` (``MpcSettings.replan_proposal``)."""
+        the straight-line push from ``state`` (``MpcSettings.replan_proposal``). While a blocker is
+        being cleared, the plan is for its sub-goal (:mod:`parapush.planning.blocker_clearing`)."""
         started = time.perf_counter()
         loop = self.loop
         if loop.before_plan is not None:
             loop.before_plan(loop)
-        proposals = None if first else loop.settings.proposals(loop.scene, state, loop.optimizer.settings,
-                                                                   loop.cost.route)
-        result = loop.optimizer.optimize(state, controls, loop.model, loop.cost.with_previous_control(previous),
+        scene, cost = self.clearing.planning_scene(), self.clearing.cost(loop.cost)
+        self.planned_clearing = self.clearing.clearing_name
+        proposals = None if first else loop.settings.proposals(scene, state, loop.optimizer.settings, cost.route)
+        result = loop.optimizer.optimize(state, controls, loop.model, cost.with_previous_control(previous),
                                          proposals=proposals)
         self.budget_cuts += _cut(result)
         return result, time.perf_counter() - started
@@ -398,11 +417,13 @@ class _PipelinedRun:
             state, status = self.observe()
             if status.finished:
                 return self.finish(status.outcome, status.reason)
-            guess = loop.settings.straight_line(loop.scene, state, settings, loop.cost.route)
+            guess = loop.settings.straight_line(self.clearing.planning_scene(), state, settings,
+                                                self.clearing.cost(loop.cost).route)
             plan, replan = self.plan(state, guess, np.zeros(2), first=True)
             self.replan_times.append(replan)
             record = {"replan_time": replan, "fallback": False, "replanned_from_observation": False,
-                      "prediction_error": math.nan, "cost": plan.cost, "budget_cut": _cut(plan)}
+                      "prediction_error": math.nan, "cost": plan.cost, "budget_cut": _cut(plan),
+                      **self.clearing_record()}
             while True:
                 if loop._cancel.is_set():
                     return self.finish(MpcOutcome.CANCELED, "canceled")
@@ -458,9 +479,16 @@ class _PipelinedRun:
                 self.replan_times.append(replan)
                 plan = next_plan
                 record = {"replan_time": replan, "fallback": False, "replanned_from_observation": replanned,
-                          "prediction_error": error, "cost": plan.cost, "budget_cut": _cut(plan)}
+                          "prediction_error": error, "cost": plan.cost, "budget_cut": _cut(plan),
+                          **self.clearing_record()}
         except Exception as error:  # noqa: BLE001 - every failure becomes an ERROR outcome
             return self.finish(MpcOutcome.ERROR, f"{type(error).__name__}: {error}")
+
+    def clearing_record(self) -> dict:
+        """The blocker clearing's part of the next step's record (the event is reported once)."""
+        record = {"clearing": self.planned_clearing, "clearing_event": self.clearing_event}
+        self.clearing_event = ""
+        return record
 
     def record_fallback(self, fallback: np.ndarray, control_end: float) -> None:
         """The fallback started at ``control_end``: book it as an executed control."""
@@ -504,6 +532,7 @@ class _PipelinedRun:
             fallbacks=self.fallbacks,
             budget_cuts=self.budget_cuts,
             diverged_predictions=self.diverged_predictions,
+            blocker_clearings=self.clearing.clearings,
         )
 
 

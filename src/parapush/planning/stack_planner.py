@@ -24,7 +24,7 @@ Sections of ``overrides`` (applied in this order):
 - ``optimizer``: :class:`~parapush.planning.optimizer.OptimizerSettings` fields, on top of the
   file's and the preset's;
 - ``costs``: ``{term: {parameter: value}}`` merged into the file's and the preset's;
-- ``mpc``: :class:`~parapush.planning.mpc.MpcSettings` fields;
+- ``mpc``: :class:`~parapush.planning.mpc.MpcSettings` fields, on top of the file's and the preset's;
 - ``model``: :class:`~parapush.prediction.ModelConfig` fields (e.g. ``{"schedule": "parareal"}``);
 - ``robust``: :class:`~parapush.planning.robust_scoring.RobustSettings` fields, nested sections as
   mappings (e.g. ``{"samples": 4, "risk": {"kind": "cvar"}}``).
@@ -158,7 +158,9 @@ class PlannerSources:
                     preset, optimizer_overrides={**preset.optimizer_overrides, **overrides.get("optimizer", {})},
                     cost_overrides={**preset.cost_overrides, **costs})
             if overrides.get("mpc"):
+                # on top of the preset's own MPC fields too (a preset's value would replace the file's)
                 planner = dataclasses.replace(planner, mpc=dataclasses.replace(planner.mpc, **overrides["mpc"]))
+                preset = dataclasses.replace(preset, mpc_overrides={**preset.mpc_overrides, **overrides["mpc"]})
             model = dataclasses.replace(model, **overrides.get("model", {}))
             if overrides.get("robust"):
                 planner = dataclasses.replace(planner, robust=_robust_with(planner.robust, overrides["robust"]))

@@ -309,7 +309,7 @@ def _run_sequential(name, loop, world, recorder, duration, started, max_controls
             callback(TaskStep(
                 step=step.step, control=step.control.copy(), duration=step.duration, cost=float(step.cost),
                 distance_to_goal=float(step.distance_to_goal), replan_time=float(step.planning_time),
-                waiting_time=waiting, task_time=now - started, fallback=False, event="",
+                waiting_time=waiting, task_time=now - started, fallback=False, event=step.clearing_event,
                 planned_controls=step.planned_controls.copy(), predicted_trajectory=step.predicted_trajectory.copy(),
                 budget_cut=recorder.last is not None and recorder.last.stop_reason == "time_budget",
             ))
@@ -341,6 +341,7 @@ def _run_pipelined(name, loop, world, recorder, duration, started, max_controls,
                      "prediction")
         else:
             event = ""
+        event = "; ".join(filter(None, (event, step.clearing_event)))
         controls, trajectory = _plan_arrays(None if step.fallback else recorder.last, scene.layout.dimension)
         callback(TaskStep(
             step=step.step, control=np.array(step.control, dtype=float), duration=duration,

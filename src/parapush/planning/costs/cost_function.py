@@ -104,6 +104,20 @@ class CostFunction:
                 raise CostConfigError(f"costs.{error}") from None
         return cls(tuple(terms))
 
+    def for_scene(self, scene: Scene, *, keep: tuple[str, ...] = ()) -> CostFunction:
+        """The same terms with the same parameters, built for ``scene`` (another target or goal:
+        a sub-goal, :mod:`parapush.planning.blocker_clearing`), but the terms named in ``keep``,
+        which stay as they are (built for this cost's scene)."""
+        unknown = sorted(set(keep) - set(self.names))
+        if unknown:
+            raise KeyError(f"keep: no cost term(s) {unknown}; terms: {list(self.names)}")
+        terms = tuple(
+            term if term.name in keep
+            else type(term).from_scene(scene, **{name: getattr(term, name) for name in term.PARAMETERS})
+            for term in self.terms
+        )
+        return dataclasses.replace(self, terms=terms)
+
     @property
     def route(self) -> Any:
         """The goal distance term's route round the obstacles

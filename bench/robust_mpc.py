@@ -180,7 +180,7 @@ def run_one(planner: str, world_kind: str, name: str, kind: str, scene: Scene, s
         "outcome": result.outcome.name, "success": result.success, "failure_reason": result.failure_reason,
         "controls": len(result.steps), "replan_times": result.replan_times.tolist(),
         "replan_cpu_total": timed.cpu, "objects_disturbed": int(disturbed),
-        "final_distance": result.final_distance,
+        "blocker_clearings": result.blocker_clearings, "final_distance": result.final_distance,
         "true_target": truth[target].as_vector().tolist(),
         "belief_spreads": spreads, "belief_estimates": estimates,
     }

@@ -134,7 +134,7 @@ def test_a_clearing_ends_after_its_controls_and_a_disabled_one_never_starts() ->
     clearing.update(state, 4)
     assert clearing.update(state, 5) == ""
     assert "done (after 2 controls)" in clearing.update(state, 6)
-    disabled = BlockerClearing.for_task(scene, MpcSettings())
+    disabled = MpcSettings().blocker_clearing(scene)
     assert not disabled.enabled and disabled.update(state, 0) == "" and disabled.planning_scene() is scene
 
 

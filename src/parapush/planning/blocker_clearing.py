@@ -40,16 +40,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from parapush.physics.planar_geometry import object_obstacle_clearance
 from parapush.planning.costs import CostFunction
 from parapush.scene import GoalRegion, Scene
-
-if TYPE_CHECKING:
-    from parapush.planning.mpc import MpcSettings
 
 __all__ = ["Blocker", "BlockerClearing", "find_blocker", "is_off_line"]
 
@@ -189,6 +185,8 @@ def is_off_line(scene: Scene, state: np.ndarray, index: int) -> bool:
 class BlockerClearing:
     """One task's blocker clearing (module docstring): which scene and cost the next plan is for.
 
+    Built per task by :meth:`parapush.planning.mpc.MpcSettings.blocker_clearing`.
+
     Args:
         scene: the task.
         line_offset, goal_reach: as :func:`find_blocker`'s (``MpcSettings.blocker_line_offset``,
@@ -248,14 +246,6 @@ class BlockerClearing:
             keep = tuple(name for name in ("non_target_objects",) if name in task_cost.names)
             self._cost_cache = (task_cost, task_cost.for_scene(self._subgoal_scene, keep=keep))
         return self._cost_cache[1]
-
-    @classmethod
-    def for_task(cls, scene: Scene, settings: MpcSettings) -> BlockerClearing:
-        """The task's clearing as ``settings`` (the loop's :class:`~parapush.planning.mpc.MpcSettings`)
-        configure it: enabled by ``clear_blockers`` where the scene has a goal and another object."""
-        return cls(scene, line_offset=settings.blocker_line_offset, goal_reach=settings.blocker_goal_reach,
-                   clear_controls=settings.blocker_clear_controls,
-                   enabled=settings.clear_blockers and scene.goal is not None and len(scene.objects) > 1)
 
     @property
     def clearing_name(self) -> str:

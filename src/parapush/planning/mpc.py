@@ -109,6 +109,13 @@ class MpcSettings:
         return straight_line_controls(scene, state, optimizer.horizon, optimizer.control_duration,
                                       self.initial_speed, approach_clearance=self.approach_clearance, route=route)
 
+    def blocker_clearing(self, scene: Scene) -> BlockerClearing:
+        """A task's blocker clearing as these settings configure it: enabled by ``clear_blockers``
+        where ``scene`` has a goal and another object (:mod:`parapush.planning.blocker_clearing`)."""
+        return BlockerClearing(scene, line_offset=self.blocker_line_offset, goal_reach=self.blocker_goal_reach,
+                               clear_controls=self.blocker_clear_controls,
+                               enabled=self.clear_blockers and scene.goal is not None and len(scene.objects) > 1)
+
     def proposals(self, scene: Scene, state: np.ndarray, optimizer: OptimizerSettings,
                   route: GoalRoute | None = None) -> np.ndarray | None:
         """The re-plan's proposals (1, N, 2) m/s from ``state`` (None without ``replan_proposal``)."""
@@ -320,7 +327,7 @@ class _Run:
         self.executed: list[np.ndarray] = []
         self.planned_costs: list[float] = []
         self.distance = math.nan
-        self.clearing = BlockerClearing.for_task(loop.scene, loop.settings)
+        self.clearing = loop.settings.blocker_clearing(loop.scene)
         self.clearing_event = ""
 
     def canceled(self) -> bool:

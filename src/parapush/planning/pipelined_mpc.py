@@ -326,7 +326,7 @@ class _PipelinedRun:
     planned_clearing: str = ""
 
     def __post_init__(self) -> None:
-        self.clearing = BlockerClearing.for_task(self.loop.scene, self.loop.settings)
+        self.clearing = self.loop.settings.blocker_clearing(self.loop.scene)
 
     # -- pieces ------------------------------------------------------------------------------
     def observe(self) -> tuple[np.ndarray, TaskStatus]:

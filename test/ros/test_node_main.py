@@ -59,9 +59,22 @@ NODE = textwrap.dedent("""
 """)
 
 
+# Prepended to NODE: reports on stderr when rclpy's shutdown uninstalls its signal handlers.
+WATCH_HANDLER_UNINSTALL = textwrap.dedent("""
+    import sys
+    import rclpy
+
+    def report_uninstall():
+        print("rclpy uninstalled its signal handlers", file=sys.stderr, flush=True)
+
+    rclpy.uninstall_signal_handlers = report_uninstall
+""")
+
+
 def start_node(raise_after: int, executor: str = "single-threaded", close_seconds: float = 0.0,
-               exit: str = "clean") -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", NODE, str(raise_after), executor, str(close_seconds), exit],
+               exit: str = "clean", prelude: str = "") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", prelude + NODE, str(raise_after), executor, str(close_seconds),
+                             exit],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
@@ -106,6 +119,21 @@ def test_sigints_repeated_while_the_node_stops_leave_no_traceback():
         process.kill()
     assert process.returncode == 0, errors
     assert "KeyboardInterrupt" not in errors and "Traceback" not in errors, errors
+
+
+def test_the_stop_leaves_the_signal_handlers_to_run_node():
+    """rclpy's uninstall of its signal handlers (which run_node never installs) sets SIGINT to
+    SIG_DFL for a moment, seen with strace: a second SIGINT landing then killed the node with exit
+    -2 and no output (a fresh-clone CI run of the test above). The stop must not call it."""
+    process = start_node(raise_after=-1, prelude=WATCH_HANDLER_UNINSTALL)
+    try:
+        assert process.stdout.readline().strip() == "node up"
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, errors
+    assert "rclpy uninstalled its signal handlers" not in errors, errors
 
 
 @pytest.mark.parametrize(("node", "started_by"), [("visualizer", "ros2 run"), ("mpc", "ros2 run"),

@@ -164,7 +164,10 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
-            rclpy.shutdown()
+            # rclpy's handlers were never installed (SignalHandlerOptions.NO); its uninstall would
+            # still set SIGINT and SIGTERM to SIG_DFL for a moment (seen with strace), and a second
+            # SIGINT landing then killed the node silently (exit -2, a fresh-clone CI run).
+            rclpy.shutdown(uninstall_handlers=False)
         _ignore_further_interrupts(stop_signals)
         faulthandler.cancel_dump_traceback_later()
         # The timer does not cover what runs after this (the interpreter's exit joins threads and

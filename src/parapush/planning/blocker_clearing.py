@@ -85,7 +85,12 @@ class Blocker:
     subgoal: GoalRegion
 
 
-def _line_frame(scene: Scene, poses: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+LineFrame = tuple[np.ndarray, np.ndarray, np.ndarray, float]
+"""(t, u, n, ||g - t||): the target's centre, the unit vector from it to the goal, that vector's
+normal, and the target's distance to the goal (module docstring)."""
+
+
+def _line_frame(scene: Scene, poses: np.ndarray) -> LineFrame | None:
     """(t, u, n, ||g - t||) of the target's line to the goal, None when the target is at the goal's centre."""
     assert scene.goal is not None
     target = poses[scene.target_index, :2]
@@ -95,6 +100,14 @@ def _line_frame(scene: Scene, poses: np.ndarray) -> tuple[np.ndarray, np.ndarray
         return None
     along = offset / length
     return target, along, np.array([-along[1], along[0]]), length
+
+
+def _line_coordinates(frame: LineFrame, position: np.ndarray) -> tuple[float, float]:
+    """(along, across) m: ``position`` (2,) in the target's line frame ``frame`` (:func:`_line_frame`),
+    along the line from the target and its distance off the line (>= 0)."""
+    target, along, normal, _ = frame
+    relative = position - target
+    return float(along @ relative), abs(float(normal @ relative))
 
 
 def _off_line_offset(scene: Scene, index: int) -> float:
@@ -150,17 +163,17 @@ def find_blocker(scene: Scene, state: np.ndarray, *, line_offset: float, goal_re
     frame = _line_frame(scene, poses)
     if frame is None:
         return None
-    target, along, normal, length = frame
+    target, _, normal, length = frame
     goal = np.asarray(scene.goal.center, dtype=float)
     reach = scene.goal.radius + scene.objects[scene.target_index].bounding_radius + goal_reach
     found: tuple[float, int] | None = None
     for index, spec in enumerate(scene.objects):
         if index == scene.target_index:
             continue
-        relative = poses[index, :2] - target
+        ahead, off = _line_coordinates(frame, poses[index, :2])
         to_goal = float(np.hypot(*(poses[index, :2] - goal)))
-        if (0.0 < float(along @ relative) < length and abs(float(normal @ relative)) < line_offset
-                and to_goal < reach + spec.bounding_radius and (found is None or to_goal < found[0])):
+        if (0.0 < ahead < length and off < line_offset and to_goal < reach + spec.bounding_radius
+                and (found is None or to_goal < found[0])):
             found = (to_goal, index)
     if found is None:
         return None
@@ -177,9 +190,8 @@ def is_off_line(scene: Scene, state: np.ndarray, index: int) -> bool:
     frame = _line_frame(scene, poses)
     if frame is None:
         return True
-    target, along, normal, length = frame
-    relative = poses[index, :2] - target
-    return not 0.0 < float(along @ relative) < length or abs(float(normal @ relative)) >= _off_line_offset(scene, index)
+    ahead, off = _line_coordinates(frame, poses[index, :2])
+    return not 0.0 < ahead < frame[3] or off >= _off_line_offset(scene, index)
 
 
 class BlockerClearing:

@@ -72,8 +72,15 @@ the machine is shared.
 
 ``--reference`` stores the figures the README quotes (:func:`readme_figures`) in
 ``bench/reference/realtime_mpc[_quick].json`` (``bench/reference.py``), and with ``--families all``
-in ``realtime_mpc_families[_<planners>].json`` (:func:`reference_variant`); it needs the default
-scenes, planners and seeds.
+in ``realtime_mpc_families[_<planners>][_scenes<seeds>].json`` (:func:`reference_variant`); it needs
+the default scenes, planners and seeds.
+
+Held-out families (``--family-scene-seeds``): the families drawn with other generator seeds, each
+seed's scenes named ``new_<family>_<k>_s<seed>``; the summary's rows per ``scene_kind`` then pool
+every seed's scenes (4 scenes x 3 seeds = 12 runs per family and generator seed). This is how the
+figures are checked on scenes no one tuned on::
+
+    python bench/realtime_mpc.py --families all --planners realtime --family-scene-seeds 5101 5102 5103 --reference
 """
 
 from __future__ import annotations
@@ -112,6 +119,8 @@ from parareal_common import _jsonable as jsonable  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_SCENES = ROOT / "config" / "scenes"
 NEW_SCENES = Path(__file__).resolve().parent / "scenes"
+HELD_OUT_SCENES = RESULTS / "held_out_scenes"
+"""Where ``--family-scene-seeds`` writes the families drawn with other generator seeds."""
 CONFIG = ROOT / "config"
 PLANNER_CONFIG = CONFIG / "planner.yaml"
 SIM_CONFIG = ROOT / "config" / "sim_world.yaml"
@@ -151,40 +160,52 @@ def write_new_scenes() -> list[Path]:
     return paths
 
 
-def family_scene_text(family: str, index: int) -> str:
+def family_scene_name(family: str, index: int, scene_seed: int = FAMILY_SCENE_SEED) -> str:
+    """``new_<family>_<index>``, with ``_s<scene_seed>`` appended for a generator seed other than
+    ``FAMILY_SCENE_SEED``."""
+    suffix = "" if scene_seed == FAMILY_SCENE_SEED else f"_s{scene_seed}"
+    return f"new_{family}_{index}{suffix}"
+
+
+def family_scene_text(family: str, index: int, scene_seed: int = FAMILY_SCENE_SEED) -> str:
     """The YAML text of scene ``index`` (1, 2, ...) of ``family`` (one of ``FAMILIES``), drawn
-    with ``FAMILY_SCENE_SEED`` and named ``new_<family>_<index>``."""
-    name = f"new_{family}_{index}"
-    arguments = f"(generators, --seed {FAMILY_SCENE_SEED}) via bench/realtime_mpc.py --families"
+    with generator seed ``scene_seed`` and named :func:`family_scene_name`."""
+    name = family_scene_name(family, index, scene_seed)
+    arguments = f"(generators, --seed {scene_seed}) via bench/realtime_mpc.py --families"
     if family in ("crowded_8", "crowded_16"):
         count = int(family.removeprefix("crowded_"))
-        return crowded_scene_yaml(crowded_scene(FAMILY_SCENE_SEED, count, index), arguments, name=name,
+        return crowded_scene_yaml(crowded_scene(scene_seed, count, index), arguments, name=name,
                                   purpose="bench/realtime_mpc.py --families")
     if family == "box_clutter":
-        scene = clutter_scene(FAMILY_SCENE_SEED, index, box_target=True)
+        scene = clutter_scene(scene_seed, index, box_target=True)
     elif family == "box_obstacle":
-        scene = obstacle_scene(FAMILY_SCENE_SEED, index, box_target=True)
+        scene = obstacle_scene(scene_seed, index, box_target=True)
     elif family == "heavy":
-        scene = clutter_scene(FAMILY_SCENE_SEED, index, heavy=True)
+        scene = clutter_scene(scene_seed, index, heavy=True)
     else:
         raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
     scene["name"] = name
-    return scene_yaml(scene, FAMILY_SCENE_SEED, arguments)
+    return scene_yaml(scene, scene_seed, arguments)
 
 
-def write_family_scenes(families: tuple[str, ...] = FAMILIES) -> dict[str, tuple[str, Path]]:
-    """Write ``FAMILY_SCENE_COUNT`` scenes of each of ``families`` to bench/scenes/ (when missing
-    or different) and validate them; name -> (family, path)."""
-    NEW_SCENES.mkdir(exist_ok=True)
+def write_family_scenes(families: tuple[str, ...] = FAMILIES,
+                        scene_seeds: tuple[int, ...] = (FAMILY_SCENE_SEED,)) -> dict[str, tuple[str, Path]]:
+    """Write ``FAMILY_SCENE_COUNT`` scenes of each of ``families`` per generator seed of
+    ``scene_seeds`` (when missing or different) and validate them; name -> (family, path). The
+    ``FAMILY_SCENE_SEED`` scenes go to bench/scenes/ (committed), the others to
+    ``HELD_OUT_SCENES`` (written by each run, not committed)."""
     scenes = {}
-    for family in families:
-        for index in range(1, FAMILY_SCENE_COUNT + 1):
-            text = family_scene_text(family, index)
-            path = NEW_SCENES / f"new_{family}_{index}.yaml"
-            if not path.is_file() or path.read_text() != text:
-                path.write_text(text)
-            validate(path)
-            scenes[path.stem] = (family, path)
+    for scene_seed in scene_seeds:
+        folder = NEW_SCENES if scene_seed == FAMILY_SCENE_SEED else HELD_OUT_SCENES
+        folder.mkdir(parents=True, exist_ok=True)
+        for family in families:
+            for index in range(1, FAMILY_SCENE_COUNT + 1):
+                text = family_scene_text(family, index, scene_seed)
+                path = folder / f"{family_scene_name(family, index, scene_seed)}.yaml"
+                if not path.is_file() or path.read_text() != text:
+                    path.write_text(text)
+                validate(path)
+                scenes[path.stem] = (family, path)
     return scenes
 
 
@@ -457,12 +478,15 @@ def readme_figures(rows: list[dict], runs: list[dict], minutes: float, load_afte
 def reference_variant(args: argparse.Namespace) -> str:
     """The reference file's variant: ``""`` for the default scenes; ``families`` for ``--families
     all``, followed by the planners' names when ``--planners`` chose some
-    (``families_realtime``: bench/reference/realtime_mpc_families_realtime.json)."""
+    (``families_realtime``: bench/reference/realtime_mpc_families_realtime.json), followed by
+    ``scenes<seed>_<seed>...`` for ``--family-scene-seeds`` other than the default."""
     if not args.families:
         return ""
+    scene_seeds = list(dict.fromkeys(args.family_scene_seeds))
+    held_out = [] if scene_seeds == [FAMILY_SCENE_SEED] else ["scenes" + "_".join(map(str, scene_seeds))]
     if args.planners == list(PLANNERS):
-        return "families"
-    return "_".join(["families", *(planner.replace("-", "_") for planner in args.planners)])
+        return "_".join(["families", *held_out])
+    return "_".join(["families", *(planner.replace("-", "_") for planner in args.planners), *held_out])
 
 
 def uptime() -> str:
@@ -480,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the scene families' drawn scenes instead (all: the five)")
     parser.add_argument("--planners", nargs="+", choices=(*PLANNERS, *HORIZON_PLANNERS), default=list(PLANNERS))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    parser.add_argument("--family-scene-seeds", nargs="+", type=int, default=[FAMILY_SCENE_SEED],
+                        help=f"generator seeds of --families' scenes (default {FAMILY_SCENE_SEED}; others: held-out "
+                             f"families new_<family>_<k>_s<seed>, written to {HELD_OUT_SCENES.relative_to(ROOT)})")
     parser.add_argument("--output", help="results name (default realtime_mpc[_quick])")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
@@ -489,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
                            or (not args.families and args.planners != list(PLANNERS))):
         parser.error("--reference: run the default scenes, planners and seeds, or '--families all' with its seeds "
                      "(drop --scenes/--seeds/--output; with --families, --planners may choose)")
+    if args.family_scene_seeds != [FAMILY_SCENE_SEED] and not args.families:
+        parser.error("--family-scene-seeds: needs --families")
     if args.scenes and args.families:
         parser.error("--scenes, --families: choose one (--scenes takes a family's new_<family>_<k> too)")
     load_before = bench_reference.load_average()
@@ -497,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = all_scene_paths()
     default_names = list(QUICK_SCENES) if args.quick else list(paths)
     families = FAMILIES if args.families and "all" in args.families else tuple(dict.fromkeys(args.families or ()))
-    family_scenes = write_family_scenes()
+    family_scenes = write_family_scenes(scene_seeds=tuple(dict.fromkeys(args.family_scene_seeds)))
     paths.update({name: path for name, (_family, path) in family_scenes.items()})
     kinds = {name: family for name, (family, _path) in family_scenes.items()}
     names = [name for name, (family, _path) in family_scenes.items() if family in families] if families else (
@@ -525,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": args.seeds,
         "scene_seed": SCENE_SEED,
         "families": list(families),
-        "family_scene_seed": FAMILY_SCENE_SEED,
+        "family_scene_seeds": list(dict.fromkeys(args.family_scene_seeds)),
         "quick": args.quick,
         "overrides": overrides,
         "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock",

@@ -81,6 +81,26 @@ def test_the_families_draw_the_same_scenes_again_and_other_scenes_for_another_se
     assert not np.allclose(crowded.crowded_scene(seed, 8, 1)["pusher"], crowded.crowded_scene(seed + 1, 8, 1)["pusher"])
 
 
+def test_held_out_families_are_other_scenes_with_their_seed_in_the_name_and_the_reference(bench, tmp_path,
+                                                                                           monkeypatch) -> None:
+    realtime_mpc, _scenes, _crowded = bench
+    held_out = realtime_mpc.FAMILY_SCENE_SEED + 1
+    assert realtime_mpc.family_scene_name("heavy", 2) == "new_heavy_2"
+    assert realtime_mpc.family_scene_name("heavy", 2, held_out) == f"new_heavy_2_s{held_out}"
+    text = realtime_mpc.family_scene_text("heavy", 2, held_out)
+    assert text != realtime_mpc.family_scene_text("heavy", 2) and f"name: new_heavy_2_s{held_out}" in text
+    monkeypatch.setattr(realtime_mpc, "HELD_OUT_SCENES", tmp_path)
+    written_scenes = realtime_mpc.write_family_scenes(("heavy",), (held_out,))
+    count = realtime_mpc.FAMILY_SCENE_COUNT
+    assert sorted(written_scenes) == [f"new_heavy_{k}_s{held_out}" for k in range(1, count + 1)]
+    assert all(path.parent == tmp_path for _family, path in written_scenes.values())
+    arguments = realtime_mpc.argparse.Namespace(families=["all"], planners=["realtime"],
+                                                family_scene_seeds=[held_out, held_out + 1])
+    assert realtime_mpc.reference_variant(arguments) == f"families_realtime_scenes{held_out}_{held_out + 1}"
+    arguments.family_scene_seeds = [realtime_mpc.FAMILY_SCENE_SEED]
+    assert realtime_mpc.reference_variant(arguments) == "families_realtime"
+
+
 def test_the_family_seed_is_new(bench) -> None:
     realtime_mpc, _scenes, _crowded = bench
     import robust_mpc

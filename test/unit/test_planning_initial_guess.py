@@ -95,3 +95,33 @@ def test_shift_controls_drops_the_first_and_repeats_or_zeros_the_last() -> None:
         shift_controls(np.zeros(4))
     with pytest.raises(ValueError, match="fill: expected 'repeat' or 'zero'"):
         shift_controls(previous, fill="extend")
+
+
+@pytest.mark.parametrize("yaw", [0.0, 0.3, np.pi / 2, 2.5])
+def test_a_box_target_is_approached_directly_from_behind_and_round_its_back_from_beside(yaw) -> None:
+    """The scene format's default box: its pre-push point lies inside its bounding disc for most
+    headings, and judged against that disc no approach cleared, so even a pusher right behind it
+    went round its front first. Judged against the box itself: straight from behind, round the
+    back from beside it, never into it."""
+    scene = tiny_scene(target_position=(0.0, 0.0), goal=(0.3, 0.0))
+    box = replace(scene.objects[0], shape="box", pose=(0.0, 0.0, yaw))
+    scene = replace(scene, objects=(box,))
+    outline, pusher_radius = box.outline, scene.pusher.radius
+    back = outline.extent_along(np.array([-np.cos(yaw), np.sin(yaw)])) + pusher_radius  # contact distance along -x
+    behind = with_pusher(scene, (-back - 0.03, 0.0))
+    path = straight_line_path(scene, behind)
+    assert len(path) == 3, path  # pusher, pre-push point, push end: no detour
+    np.testing.assert_allclose(path[1], [-(back + 0.01), 0.0], atol=1e-12)
+    for side in (1.0, -1.0):
+        beside = with_pusher(scene, (0.0, side * (box.bounding_radius + pusher_radius + 0.02)))
+        path = straight_line_path(scene, beside)
+        if yaw in (0.0, np.pi / 2):  # the box's side blocks the straight way: round the back corner only
+            assert len(path) == 4, path
+            assert path[1][0] < 0.0 and np.sign(path[1][1]) == side
+        else:  # a turned box may leave the straight way to the pre-push point free
+            assert len(path) in (3, 4), path
+        points = np.concatenate([np.linspace(start, end, 200) for start, end in zip(path[:-2], path[1:-1],
+                                                                                    strict=True)])
+        local = np.stack([np.cos(yaw) * points[:, 0] + np.sin(yaw) * points[:, 1],
+                          -np.sin(yaw) * points[:, 0] + np.cos(yaw) * points[:, 1]], axis=1)
+        assert np.all(outline.signed_distance(local) >= pusher_radius - 1e-9)

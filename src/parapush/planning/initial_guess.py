@@ -13,7 +13,12 @@ target centre t to the goal centre g and R = r_target + r_pusher the contact dis
 
 The pusher path is p -> [detour] -> a -> e: the pusher first approaches the target from
 behind, going around it (via corners of the square of half side R + clearance around
-t, on the pusher's side) when the direct approach would touch it, then pushes along d.
+t, on the pusher's side, grown to the target's bounding disc) when the direct approach would
+touch it, then pushes along d. "Touch" is judged against the target's outline (a disc: exactly;
+any other outline: at points every :data:`PATH_CHECK_STEP` along the path). Judged against its
+bounding disc instead, every box target's pre-push point (a is R + clearance from t, inside the
+disc of a 10.9 x 15.4 cm box for most headings) touched it, so no path cleared, and the proposal
+took the longest detour, round the target's front and back, even with the pusher right behind it.
 The path is followed at ``speed``; control k is the chord between the path positions at
 k dt and (k+1) dt, so the controls stop (are zero) once the path ends.
 """
@@ -29,6 +34,8 @@ from parapush.planning.goal_route import GoalRoute
 from parapush.scene import ObjectSpec, Scene
 
 WARM_START_FILLS = ("repeat", "zero")
+PATH_CHECK_STEP = 0.002
+"""m between the points of an approach path checked against a non-disc target's outline."""
 """How :func:`shift_controls` completes the shifted sequence: a copy of the last control, or a zero velocity."""
 
 
@@ -44,10 +51,24 @@ def _extent_along(spec: ObjectSpec, yaw: float, direction: np.ndarray) -> float:
     return float(spec.outline.extent_along(local))
 
 
-def _clears(points: list[np.ndarray], centre: np.ndarray, radius: float) -> bool:
-    """Whether the polyline through ``points`` stays at least ``radius`` from ``centre``."""
+def _clears(points: list[np.ndarray], spec: ObjectSpec, pose: np.ndarray, pusher_radius: float) -> bool:
+    """Whether a pusher of ``pusher_radius`` moving along the polyline through ``points`` stays off
+    the outline of ``spec`` at ``pose`` (x, y, yaw) (module docstring)."""
     waypoints = np.asarray(points, dtype=float)
-    return not np.any(segment_point_distance(waypoints[:-1], waypoints[1:], centre) < radius - 1e-12)
+    centre = np.asarray(pose[:2], dtype=float)
+    outline = spec.outline
+    if outline.kind == "disc":
+        reach = outline.radius + pusher_radius
+        return not np.any(segment_point_distance(waypoints[:-1], waypoints[1:], centre) < reach - 1e-12)
+    samples = [waypoints[:1]]
+    for start, end in zip(waypoints[:-1], waypoints[1:], strict=True):
+        count = max(1, math.ceil(float(np.linalg.norm(end - start)) / PATH_CHECK_STEP))
+        samples.append(start + np.linspace(0.0, 1.0, count + 1)[1:, None] * (end - start))
+    relative = np.concatenate(samples) - centre
+    yaw = float(pose[2])
+    local = np.stack([math.cos(yaw) * relative[:, 0] + math.sin(yaw) * relative[:, 1],
+                      -math.sin(yaw) * relative[:, 0] + math.cos(yaw) * relative[:, 1]], axis=1)
+    return bool(np.all(outline.signed_distance(local) >= pusher_radius - 1e-12))
 
 
 def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: float = 0.01,
@@ -84,7 +105,7 @@ def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: f
     standoff = contact + approach_clearance
     pre_push = target - standoff * direction
     push_end = goal - contact * direction
-    # The pusher must not touch the target's bounding disc while approaching.
+    # The detour's corners keep the pusher off the target's bounding disc.
     keep_out = spec.bounding_radius + scene.pusher.radius
     side = 1.0 if float(normal @ (pusher - target)) >= 0.0 else -1.0
     back_corner = target + standoff * (-direction + side * normal) * max(1.0, keep_out / standoff)
@@ -92,7 +113,7 @@ def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: f
     candidates = ([], [back_corner], [front_corner, back_corner])
     detour = candidates[-1]
     for waypoints in candidates:
-        if _clears([pusher, *waypoints, pre_push], target, keep_out):
+        if _clears([pusher, *waypoints, pre_push], spec, target_pose, scene.pusher.radius):
             detour = waypoints
             break
     return np.array([pusher, *detour, pre_push, push_end])

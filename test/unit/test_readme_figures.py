@@ -46,6 +46,10 @@ REAL_PUSH_ORDER = ("position_error_median_mm", "yaw_error_median_deg", "position
 """bench/identification.py's objects, in the README's order."""
 
 
+FAMILY_KINDS = ("box_clutter", "box_obstacle", "crowded_8", "crowded_16", "heavy")
+"""bench/realtime_mpc.py's scene families, in the README's order."""
+
+
 @dataclass(frozen=True)
 class Figure:
     """README ``phrase`` (``{}`` per figure), the ``bench`` that measured it, the figure ``names``,
@@ -164,6 +168,22 @@ FIGURES = (
             "realtime_crowded_16_replan_p95_s",
             "realtime_heavy_replan_p50_s",
             "realtime_heavy_replan_p95_s",
+        ),
+        (".1f", ".1f", ".1f", *(".0f",) * 10, *(".2f",) * 10),
+    ),
+    Figure(
+        "seeds 0-2: 36 runs per family; `python bench/realtime_mpc.py --families all --planners realtime "
+        "--family-scene-seeds 5101 5102 5103 --reference`, {} min, load {}-{}; "
+        "`bench/reference/realtime_mpc_families_realtime_scenes5101_5102_5103.json`): `realtime` succeeded {}/{} box "
+        "clutter, {}/{} box obstacle, {}/{} 8-object, {}/{} 16-object and {}/{} heavy runs, re-planning in p50/p95 "
+        "{}/{}, {}/{}, {}/{}, {}/{} and {}/{} s.",
+        "realtime_mpc_families_realtime_scenes5101_5102_5103",
+        (
+            "benchmark_minutes",
+            "load_min",
+            "load_max",
+            *(f"realtime_{kind}_{what}" for kind in FAMILY_KINDS for what in ("successes", "runs")),
+            *(f"realtime_{kind}_replan_{p}_s" for kind in FAMILY_KINDS for p in ("p50", "p95")),
         ),
         (".1f", ".1f", ".1f", *(".0f",) * 10, *(".2f",) * 10),
     ),

@@ -34,9 +34,9 @@ from parapush.planning.goal_route import GoalRoute
 from parapush.scene import ObjectSpec, Scene
 
 WARM_START_FILLS = ("repeat", "zero")
+"""How :func:`shift_controls` completes the shifted sequence: a copy of the last control, or a zero velocity."""
 PATH_CHECK_STEP = 0.002
 """m between the points of an approach path checked against a non-disc target's outline."""
-"""How :func:`shift_controls` completes the shifted sequence: a copy of the last control, or a zero velocity."""
 
 
 def _extent_along(spec: ObjectSpec, yaw: float, direction: np.ndarray) -> float:

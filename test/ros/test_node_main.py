@@ -79,6 +79,19 @@ def start_node(raise_after: int, executor: str = "single-threaded", close_second
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
+def stop_with_one_sigint(process: subprocess.Popen, *, after: float = 0.0, timeout: float = 30.0) -> str:
+    """Once the node is up (and ``after`` s more), one SIGINT; asserts it exits 0 and returns its stderr."""
+    try:
+        assert process.stdout.readline().strip() == "node up"
+        time.sleep(after)
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=timeout)
+    finally:
+        process.kill()
+    assert process.returncode == 0, errors
+    return errors
+
+
 @pytest.mark.parametrize("executor", ["single-threaded", "multi-threaded"])
 def test_node_whose_callback_raises_exits_non_zero(executor):
     process = start_node(raise_after=3, executor=executor)
@@ -92,15 +105,7 @@ def test_node_whose_callback_raises_exits_non_zero(executor):
 
 
 def test_healthy_node_stopped_by_sigint_exits_zero():
-    process = start_node(raise_after=-1)
-    try:
-        assert process.stdout.readline().strip() == "node up"
-        time.sleep(0.3)  # the timer runs
-        process.send_signal(signal.SIGINT)
-        _, errors = process.communicate(timeout=30)
-    finally:
-        process.kill()
-    assert process.returncode == 0, errors
+    errors = stop_with_one_sigint(start_node(raise_after=-1), after=0.3)  # the timer runs
     assert "most recent call first" not in errors, errors  # shut down in time: no stacks written
 
 
@@ -125,14 +130,7 @@ def test_the_stop_leaves_the_signal_handlers_to_run_node():
     """rclpy's uninstall of its signal handlers (which run_node never installs) sets SIGINT to
     SIG_DFL for a moment, seen with strace: a second SIGINT landing then killed the node with exit
     -2 and no output (a fresh-clone CI run of the test above). The stop must not call it."""
-    process = start_node(raise_after=-1, prelude=WATCH_HANDLER_UNINSTALL)
-    try:
-        assert process.stdout.readline().strip() == "node up"
-        process.send_signal(signal.SIGINT)
-        _, errors = process.communicate(timeout=30)
-    finally:
-        process.kill()
-    assert process.returncode == 0, errors
+    errors = stop_with_one_sigint(start_node(raise_after=-1, prelude=WATCH_HANDLER_UNINSTALL))
     assert "rclpy uninstalled its signal handlers" not in errors, errors
 
 
@@ -171,14 +169,7 @@ def test_a_node_stopped_while_it_imports_exits_zero_without_a_traceback(node, st
 
 
 def test_a_node_slow_to_shut_down_writes_where_it_is():
-    process = start_node(raise_after=-1, close_seconds=SHUTDOWN_REPORT_AFTER + 1.5)
-    try:
-        assert process.stdout.readline().strip() == "node up"
-        process.send_signal(signal.SIGINT)
-        _, errors = process.communicate(timeout=60)
-    finally:
-        process.kill()
-    assert process.returncode == 0, errors
+    errors = stop_with_one_sigint(start_node(raise_after=-1, close_seconds=SHUTDOWN_REPORT_AFTER + 1.5), timeout=60)
     assert "most recent call first" in errors and "in close" in errors, errors  # every thread's stack
 
 

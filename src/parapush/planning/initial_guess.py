@@ -14,8 +14,8 @@ target centre t to the goal centre g and R = r_target + r_pusher the contact dis
 The pusher path is p -> [detour] -> a -> e: the pusher first approaches the target from
 behind, going around it (via corners of the square of half side R + clearance around
 t, on the pusher's side, grown to the target's bounding disc) when the direct approach would
-touch it, then pushes along d. "Touch" is judged against the target's outline (a disc: exactly;
-any other outline: at points every :data:`PATH_CHECK_STEP` along the path). Judged against its
+touch it, then pushes along d. "Touch" is judged against the target's outline (a disc exactly,
+any other outline by the polygon the planar geometry uses for it). Judged against its
 bounding disc instead, every box target's pre-push point (a is R + clearance from t, inside the
 disc of a 10.9 x 15.4 cm box for most headings) touched it, so no path cleared, and the proposal
 took the longest detour, round the target's front and back, even with the pusher right behind it.
@@ -29,14 +29,12 @@ import math
 
 import numpy as np
 
-from parapush.physics.planar_geometry import segment_point_distance
+from parapush.physics.planar_geometry import outline_polygon, rotate, segment_point_distance, segment_polygon_distance
 from parapush.planning.goal_route import GoalRoute
 from parapush.scene import ObjectSpec, Scene
 
 WARM_START_FILLS = ("repeat", "zero")
 """How :func:`shift_controls` completes the shifted sequence: a copy of the last control, or a zero velocity."""
-PATH_CHECK_STEP = 0.002
-"""m between the points of an approach path checked against a non-disc target's outline."""
 
 
 def _extent_along(spec: ObjectSpec, yaw: float, direction: np.ndarray) -> float:
@@ -58,17 +56,13 @@ def _clears(points: list[np.ndarray], spec: ObjectSpec, pose: np.ndarray, pusher
     centre = np.asarray(pose[:2], dtype=float)
     outline = spec.outline
     if outline.kind == "disc":
+        distances = segment_point_distance(waypoints[:-1], waypoints[1:], centre)
         reach = outline.radius + pusher_radius
-        return not np.any(segment_point_distance(waypoints[:-1], waypoints[1:], centre) < reach - 1e-12)
-    samples = [waypoints[:1]]
-    for start, end in zip(waypoints[:-1], waypoints[1:], strict=True):
-        count = max(1, math.ceil(float(np.linalg.norm(end - start)) / PATH_CHECK_STEP))
-        samples.append(start + np.linspace(0.0, 1.0, count + 1)[1:, None] * (end - start))
-    relative = np.concatenate(samples) - centre
-    yaw = float(pose[2])
-    local = np.stack([math.cos(yaw) * relative[:, 0] + math.sin(yaw) * relative[:, 1],
-                      -math.sin(yaw) * relative[:, 0] + math.cos(yaw) * relative[:, 1]], axis=1)
-    return bool(np.all(outline.signed_distance(local) >= pusher_radius - 1e-12))
+    else:
+        local = rotate(waypoints - centre, -float(pose[2]))
+        distances = segment_polygon_distance(local[:-1], local[1:], outline_polygon(outline))
+        reach = pusher_radius
+    return not np.any(distances < reach - 1e-12)
 
 
 def straight_line_path(scene: Scene, state: np.ndarray, *, approach_clearance: float = 0.01,

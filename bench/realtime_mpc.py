@@ -482,7 +482,7 @@ def reference_variant(args: argparse.Namespace) -> str:
     ``scenes<seed>_<seed>...`` for ``--family-scene-seeds`` other than the default."""
     if not args.families:
         return ""
-    scene_seeds = list(dict.fromkeys(args.family_scene_seeds))
+    scene_seeds = args.family_scene_seeds
     held_out = [] if scene_seeds == [FAMILY_SCENE_SEED] else ["scenes" + "_".join(map(str, scene_seeds))]
     if args.planners == list(PLANNERS):
         return "_".join(["families", *held_out])
@@ -510,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", help="results name (default realtime_mpc[_quick])")
     bench_reference.add_reference_argument(parser)
     args = parser.parse_args(argv)
+    args.family_scene_seeds = list(dict.fromkeys(args.family_scene_seeds))  # each seed once, in order
     families_reference = bool(args.families) and "all" in args.families and not args.quick
     if args.reference and (args.scenes or args.output or args.seeds != list(SEEDS)
                            or (args.families and not families_reference)
@@ -526,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = all_scene_paths()
     default_names = list(QUICK_SCENES) if args.quick else list(paths)
     families = FAMILIES if args.families and "all" in args.families else tuple(dict.fromkeys(args.families or ()))
-    family_scenes = write_family_scenes(scene_seeds=tuple(dict.fromkeys(args.family_scene_seeds)))
+    family_scenes = write_family_scenes(scene_seeds=tuple(args.family_scene_seeds))
     paths.update({name: path for name, (_family, path) in family_scenes.items()})
     kinds = {name: family for name, (family, _path) in family_scenes.items()}
     names = [name for name, (family, _path) in family_scenes.items() if family in families] if families else (
@@ -554,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": args.seeds,
         "scene_seed": SCENE_SEED,
         "families": list(families),
-        "family_scene_seeds": list(dict.fromkeys(args.family_scene_seeds)),
+        "family_scene_seeds": args.family_scene_seeds,
         "quick": args.quick,
         "overrides": overrides,
         "world": "SimWorld, config/sim_world.yaml defaults (push noise on), virtual clock",

@@ -40,13 +40,7 @@ WARM_START_FILLS = ("repeat", "zero")
 def _extent_along(spec: ObjectSpec, yaw: float, direction: np.ndarray) -> float:
     """Support distance of the object's outline from its origin (its pose) along ``direction``
     (unit, table frame), m (:meth:`parapush.scene.outline.Outline.extent_along`)."""
-    local = np.array(
-        [
-            math.cos(yaw) * direction[0] + math.sin(yaw) * direction[1],
-            -math.sin(yaw) * direction[0] + math.cos(yaw) * direction[1],
-        ]
-    )
-    return float(spec.outline.extent_along(local))
+    return float(spec.outline.extent_along(rotate(np.asarray(direction, dtype=float), -yaw)))
 
 
 def _clears(points: list[np.ndarray], spec: ObjectSpec, pose: np.ndarray, pusher_radius: float) -> bool:

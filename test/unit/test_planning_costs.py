@@ -69,6 +69,23 @@ def test_goal_distance_hinge_inset_starts_the_hinge_inside_the_region() -> None:
         GoalDistance.from_scene(scene, hinge_inset=-0.01)
 
 
+def test_goal_distance_intermediate_weight_prices_the_states_before_the_last() -> None:
+    scene = tiny_scene(goal=(0.15, 0.05), goal_radius=0.05)
+    trajectories, controls = static_batch(scene, initial_state(scene), samples=2)
+    set_target(scene, trajectories, (0.35, 0.05), steps=slice(0, -1))  # 0.2 m out before the end ...
+    set_target(scene, trajectories, (0.15, 0.05), steps=-1)  # ... both end at the centre
+    set_target(scene, trajectories[1:], (0.15, 0.05), steps=slice(2, -1))  # the second gets there at step 2
+    term = GoalDistance.from_scene(scene, outside_slope=0.5, intermediate_weight=0.5)
+    late = 0.5 * (0.2**2 + 0.5 * 0.15)  # steps 1-3 (the mean of the states between start and end) all out
+    early = 0.5 * (0.2**2 + 0.5 * 0.15) / 3  # only step 1 out
+    np.testing.assert_allclose(term.evaluate(trajectories, controls), [late, early], rtol=1e-12)
+    # 0 (the default): the paper's terminal cost, the earlier states do not count
+    np.testing.assert_array_equal(GoalDistance.from_scene(scene, outside_slope=0.5).evaluate(trajectories, controls),
+                                  [0.0, 0.0])
+    with pytest.raises(CostConfigError, match="goal_distance.intermediate_weight"):
+        GoalDistance.from_scene(scene, intermediate_weight=-0.1)
+
+
 def test_goal_distance_needs_a_goal() -> None:
     scene = tiny_scene()
     from dataclasses import replace

@@ -54,6 +54,20 @@ def test_behind_the_obstacle_the_route_goes_round_it() -> None:
     assert route.distance(sideways) < route.distance(target) - 0.01
 
 
+def test_a_box_target_routes_as_the_disc_it_sweeps_when_it_turns() -> None:
+    cylinder = GoalRoute.for_scene(blocked_scene(), 0.005)
+    assert cylinder.radius == pytest.approx(0.0512 + 0.005, abs=1e-12)  # a disc: its radius
+    box_scene = dataclasses.replace(blocked_scene(), objects=(BOX,))
+    box = GoalRoute.for_scene(box_scene, 0.005)
+    assert box.radius == pytest.approx(np.hypot(0.0545, 0.077) + 0.005, abs=1e-12)  # its half-diagonal
+    # a box 0.13 m from the post (its half width and the post's radius 0.092 m) is inside that disc's
+    # margin: its route first leads away from the post, where the old inscribed disc (0.0545 m)
+    # let its straight push graze the post
+    near = np.array([-0.13, 0.0])
+    assert box.distance(near) > box.distance(np.array([-0.18, 0.0]))  # inscribed: 0.357 against 0.396 m
+    assert box.direction(near)[0] < 0.0  # inscribed: 0.56, forwards
+
+
 def test_a_point_inside_the_obstacle_margin_still_has_a_finite_larger_distance() -> None:
     route = GoalRoute.for_scene(blocked_scene(), 0.005)
     inside, outside = np.array([-0.05, 0.0]), np.array([-0.12, 0.0])

@@ -8,11 +8,16 @@ sideways, which barely changes (or raises) the straight-line distance, so within
 central obstacle, the cost flat at 0.496 for 20 controls while the pusher crept about).
 A *route distance* removes it: the length of the shortest path of the target's centre to the
 goal centre that keeps the target clear of every obstacle, with the target a disc of its
-inscribed radius plus a margin (its narrowest extent: a path a box cannot take in one
-orientation it may take in another, and the obstacle-proximity term keeps the real body
-clear). Where the straight line to the goal is clear, the route distance IS the straight-line
-distance (exactly: those points are answered in closed form), so the cost changes only behind
-obstacles. Movable objects are not obstacles here (the pusher may push them aside; the
+bounding radius about its pose plus a margin (:func:`route_radius`: for a cylinder its radius;
+for the default box its half-diagonal, 9.4 cm, the disc it sweeps as it turns on the way). With
+the inscribed radius (a box's half width, 5.45 cm) the route led a box so close past the
+obstacle that any push along it grazed the post: the obstacle-proximity term priced every such
+plan above standing still, and the box stood behind its obstacle for the rest of the task
+(``docs/planner_tuning.md``: box-obstacle scenes of probe seeds, interleaved). A gap wider than
+the box but narrower than its diagonal is blocked for this route (a move through blocked cells
+is dearer, not forbidden). Where the straight line to the goal is clear, the route distance IS
+the straight-line distance (exactly: those points are answered in closed form), so the cost
+changes only behind obstacles. Movable objects are not obstacles here (the pusher may push them aside; the
 non-target-object term prices that).
 
 Computation (:meth:`GoalRoute.for_scene`, once per scene and margin): a grid over the table
@@ -35,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parapush.physics.planar_geometry import segment_obstacle_clearance
-from parapush.scene import Scene
+from parapush.scene import Outline, Scene
 
 GRID_BORDER = 0.05
 """m of grid beyond each table edge (targets predicted just off the table keep a distance)."""
@@ -62,7 +67,7 @@ class GoalRoute:
 
     Attributes:
         goal: (2,) goal centre, m.
-        radius: m, the target's disc: its inscribed radius plus the margin.
+        radius: m, the target's disc: its bounding radius (:func:`route_radius`) plus the margin.
         obstacles: the scene's static obstacles.
         origin: (2,) m, table-frame position of grid cell (0, 0).
         resolution: m, grid spacing.
@@ -83,7 +88,7 @@ class GoalRoute:
 
         Args:
             scene: the task.
-            margin: m added to the target's inscribed radius, >= 0.
+            margin: m added to the target's bounding radius, >= 0.
             resolution: m, grid spacing, > 0.
         Raises:
             ValueError naming ``margin`` or ``resolution``.
@@ -155,6 +160,12 @@ def goal_route(scene: Scene, margin: float | None) -> GoalRoute | None:
     return None if margin is None else GoalRoute.for_scene(scene, margin)
 
 
+def route_radius(outline: Outline) -> float:
+    """m, the radius of the disc that stands for a target of ``outline`` on its route (before the
+    margin): its bounding radius about its pose (module docstring)."""
+    return float(outline.bounding_radius)
+
+
 @functools.lru_cache(maxsize=16)
 def _route(scene: Scene, margin: float, resolution: float) -> GoalRoute:
     """The grid and Dijkstra of :class:`GoalRoute` (module docstring), cached per scene."""
@@ -162,12 +173,7 @@ def _route(scene: Scene, margin: float, resolution: float) -> GoalRoute:
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import dijkstra
 
-    target = scene.objects[scene.target_index]
-    angles = np.linspace(0.0, np.pi, 90, endpoint=False)
-    directions = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    inscribed = float(np.min(np.minimum(target.outline.extent_along(directions),
-                                        target.outline.extent_along(-directions))))
-    radius = inscribed + margin
+    radius = route_radius(scene.objects[scene.target_index].outline) + margin
     half_x, half_y = scene.table.half_extents
     origin = np.array([-half_x - GRID_BORDER, -half_y - GRID_BORDER])
     columns = int(np.ceil(2 * (half_x + GRID_BORDER) / resolution)) + 1

@@ -138,7 +138,7 @@ FIGURES = (
     ),
     Figure(
         "Measured on the benchmark's families, drawn with the new seed 2611 (4 scenes each, seeds 0-2, on a 2-core "
-        "AMD EPYC with the Huber-loss weights, `python bench/realtime_mpc.py --families all --planners realtime "
+        "Intel Xeon with the Huber-loss weights, `python bench/realtime_mpc.py --families all --planners realtime "
         "--reference`, {} min, load {}-{}; "
         "`bench/reference/realtime_mpc_families_realtime.json`): `realtime` succeeded {}/{} box clutter, "
         "{}/{} box obstacle, {}/{} 8-object, {}/{} 16-object and {}/{} heavy runs, re-planning in p50/p95 "

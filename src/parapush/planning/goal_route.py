@@ -17,8 +17,8 @@ plan above standing still, and the box stood behind its obstacle for the rest of
 the box but narrower than its diagonal is blocked for this route (a move through blocked cells
 is dearer, not forbidden). Where the straight line to the goal is clear, the route distance IS
 the straight-line distance (exactly: those points are answered in closed form), so the cost
-changes only behind obstacles. Movable objects are not obstacles here (the pusher may push them aside; the
-non-target-object term prices that).
+changes only behind obstacles. Movable objects are not obstacles here (the pusher may push them
+aside; the non-target-object term prices that).
 
 Computation (:meth:`GoalRoute.for_scene`, once per scene and margin): a grid over the table
 (and :data:`GRID_BORDER` beyond its edges) with spacing ``resolution``; cells whose disc

@@ -318,6 +318,7 @@ def run_one(planner: str, scene_name: str, scene: Scene, seed: int, sources: Pla
                 "budget_cuts": result.budget_cuts,
                 "diverged_predictions": result.diverged_predictions,
                 "blocker_clearings": result.blocker_clearings,
+                "back_offs": result.back_offs,
                 "prediction_error_mm": [1e3 * step.prediction_error for step in result.steps],
             }
         engine = getattr(built.model, "engine", None)

@@ -14,6 +14,7 @@ import pytest
 from test_planning_fixtures import GluedPropagator, glued_model, initial_state, tiny_scene
 
 from parapush.planning import (
+    AllPredictionsFailedError,
     CostFunction,
     MpcOutcome,
     MpcSettings,
@@ -217,6 +218,45 @@ def test_a_diverged_end_state_prediction_without_a_planned_one_ends_the_goal_wit
     assert "could not predict control" in result.failure_reason and "nor did its plan" in result.failure_reason
 
 
+def failing_plans(planner: SlowPlanner, failing: set[int]) -> None:
+    """Make the planner's plans numbered in ``failing`` (0: the first) fail as the multi-fidelity
+    planner does when no corrected elite could be predicted."""
+    optimize, calls = planner.optimize, []
+
+    def optimize_or_fail(state, controls, model, cost, *, proposals=None):
+        calls.append(state.copy())
+        if len(calls) - 1 in failing:
+            planner.clock.now += planner.default
+            raise AllPredictionsFailedError("no corrected elite could be predicted (8 tried, 8 unstable)")
+        return optimize(state, controls, model, cost, proposals=proposals)
+
+    planner.optimize = optimize_or_fail
+
+
+def test_a_plan_that_cannot_be_predicted_backs_the_pusher_off_and_the_goal_goes_on() -> None:
+    scene = tiny_scene()
+    loop, world, planner = setup(scene, plan_time=0.2)
+    # plan 1 (for the predicted end of control 0) fails; so does plan 2, from the observation
+    failing_plans(planner, {1, 2})
+    result = loop.run(world)
+    assert result.outcome is MpcOutcome.SUCCESS and result.back_offs == 1
+    backed_off = result.steps[1]
+    assert backed_off.back_off and backed_off.replanned_from_observation and math.isnan(backed_off.cost)
+    # straight away from the target, whose -x side the pusher is at, by back_off_distance in one control
+    np.testing.assert_allclose(backed_off.control, [-PipelineSettings().back_off_distance, 0.0], atol=1e-9)
+    assert not any(step.back_off for step in result.steps[:1] + result.steps[2:])
+
+
+def test_a_back_off_planned_for_the_prediction_is_replaced_by_a_plan_from_the_observation() -> None:
+    scene = tiny_scene()
+    loop, world, planner = setup(scene, plan_time=0.2)
+    failing_plans(planner, {1})  # only the plan for the predicted end of control 0
+    result = loop.run(world)
+    assert result.outcome is MpcOutcome.SUCCESS and result.back_offs == 0
+    assert result.steps[1].replanned_from_observation and result.replans_from_observation == 1
+    assert result.steps[1].control[0] > 0.0  # towards the goal, not backing off
+
+
 def test_max_controls_ends_the_task_after_the_last_control() -> None:
     scene = tiny_scene(goal=(0.3, 0.3))
     loop, world, _planner = setup(scene, plan_time=0.1, max_controls=2)
@@ -230,6 +270,8 @@ def test_pipeline_settings_are_validated() -> None:
         PipelineSettings(replan_distance=-0.1)
     with pytest.raises(ValueError, match="fallback_clearance"):
         PipelineSettings(fallback_clearance=math.nan)
+    with pytest.raises(ValueError, match="back_off_distance"):
+        PipelineSettings(back_off_distance=0.0)
 
 
 # -- the virtual-clock world ---------------------------------------------------------------------

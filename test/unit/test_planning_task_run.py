@@ -110,3 +110,30 @@ def test_a_blocker_clearing_is_reported_in_the_steps_events(preset_name) -> None
     assert report.outcome is not MpcOutcome.ERROR, report.failure_reason
     assert "blocker clearing: 'other_0' stands on the target's line near the goal" in steps[0].event
     assert any("blocker clearing: 'other_0' done (after 2 controls)" in step.event for step in steps[1:])
+
+
+def test_a_back_off_is_reported_in_its_steps_event_with_no_stale_plan() -> None:
+    """When no plan could be predicted the realtime loop backs off; the feedback says so and
+    carries no plan (the recorder's last one is not this control's)."""
+    from parapush.planning import AllPredictionsFailedError
+
+    scene = tiny_scene()
+    glued = GluedPropagator(scene.layout, scene.target_index)
+    sources = PlannerSources(planner=CONFIG, model=ModelConfig(), preset=PRESETS["realtime"])
+    steps: list = []
+    with build_planner(scene, sources, model=glued_model(scene), coarse=glued) as built:
+        optimize, calls = built.loop.optimizer.optimize, []
+
+        def first_fails(*args, **kwargs):
+            calls.append(None)
+            if len(calls) == 1:
+                raise AllPredictionsFailedError("no corrected elite could be predicted (8 tried, 8 unstable)")
+            return optimize(*args, **kwargs)
+
+        built.loop.optimizer.optimize = first_fails
+        report = run_task(built, VirtualClockWorld(PropagatorPhysics(glued, initial_state(scene))),
+                          callback=steps.append)
+    assert report.outcome is MpcOutcome.SUCCESS, report.failure_reason
+    assert "backed off: no plan could be predicted" in steps[0].event
+    assert steps[0].planned_controls.shape == (0, 2) and steps[0].control[0] < 0.0
+    assert not any("backed off" in step.event for step in steps[1:])

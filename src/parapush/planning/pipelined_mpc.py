@@ -28,6 +28,12 @@ control u_t starts (T = control duration, P_t the plan whose first control is u_
    ends (if that plan is late too, the pusher stands still until it is ready). Without a
    fallback the pusher stopped at x_{t+1} ~ x^_{t+1}, so P_{t+1} is used as in 3.
 
+5. **No plan.** When no plan could be predicted (every corrected elite failed:
+   :class:`~parapush.planning.optimizer.AllPredictionsFailedError`), the plan is the
+   pusher backing off ``back_off_distance`` from the nearest body
+   (:mod:`parapush.planning.back_off`); one made for a predicted state is only a warm start,
+   as in 3: the loop re-plans from the observation, and backs off from there if that fails too.
+
 Reported per step (:class:`PipelinedStep`): the re-plan time (wall), the time the pusher
 stood still before the control started (*waiting*, world clock), whether the fallback ran
 and whether the loop re-planned from the observation; per task (:class:`PipelinedResult`):
@@ -48,11 +54,12 @@ import numpy as np
 
 from parapush.physics.projection import FeasibilityProjector
 from parapush.planning.async_world import AsyncWorld
+from parapush.planning.back_off import BACK_OFF_STOP_REASON, BackOff
 from parapush.planning.blocker_clearing import BlockerClearing
 from parapush.planning.costs import CostFunction
 from parapush.planning.initial_guess import shift_controls
 from parapush.planning.mpc import MpcOutcome, MpcSettings
-from parapush.planning.optimizer import OptimizationResult
+from parapush.planning.optimizer import AllPredictionsFailedError, OptimizationResult
 from parapush.planning.predictive_model import PredictiveModel
 from parapush.planning.termination import TaskStatus, TerminationCheck
 from parapush.scene import Scene
@@ -80,6 +87,8 @@ class PipelineSettings:
             service under load) and afterwards publishes the plan. A re-plan's time budget is
             :meth:`replan_budget` (anytime planning: the planner returns its best plan then);
             None: no budget derived (the optimizer's ``time_budget`` alone).
+        back_off_distance: m the pusher backs off from the nearest body in one control when no
+            plan could be predicted (module docstring, 5).
     """
 
     replan_distance: float = setting(0.01, "an observed body this far from its predicted position makes the loop "
@@ -89,6 +98,8 @@ class PipelineSettings:
     replan_margin: float | None = setting(0.2, "time of a control period the pipeline keeps for itself (a re-plan's "
                                           "budget is the rest)", kind=float, unit="s", minimum=0.0,
                                           none="no budget derived (the optimizer's time_budget alone)", ros_none=-1.0)
+    back_off_distance: float = setting(0.02, "the pusher backs off this far from the nearest body in one control when "
+                                       "no plan could be predicted", unit="m", above=0.0)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -117,7 +128,8 @@ class PipelinedStep:
         replan_time: s of wall time of the plan it came from (prediction + optimisation;
             the re-plan from the observation included when there was one).
         fallback: whether this control is a fallback (the plan was late).
-        replanned_from_observation: whether the observation disagreed with the prediction.
+        replanned_from_observation: whether the loop re-planned from the observation (it
+            disagreed with the prediction, or the plan for the prediction was a back-off).
         prediction_error: m, largest distance between predicted and observed body positions
             when the control's plan was checked (NaN for the first control).
         cost: the plan's (corrected) cost.
@@ -126,6 +138,8 @@ class PipelinedStep:
         clearing: the object its plan was clearing off the target's way ("" for the task's own
             goal; ``MpcSettings.clear_blockers``).
         clearing_event: what the blocker clearing decided at the observation before its plan ("" for nothing).
+        back_off: whether no plan could be predicted and the control backs the pusher off
+            (module docstring, 5).
     """
 
     step: int
@@ -140,6 +154,7 @@ class PipelinedStep:
     budget_cut: bool = False
     clearing: str = ""
     clearing_event: str = ""
+    back_off: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,12 +169,14 @@ class PipelinedResult:
         execution_time: s the pusher was commanded to move (world clock).
         task_time: s of world clock from the first observation to the end.
         replan_times: (k,) s, wall time of every plan made.
-        replans_from_observation: how often the observation disagreed with the prediction.
+        replans_from_observation: how often the loop re-planned from the observation
+            (:attr:`PipelinedStep.replanned_from_observation`).
         fallbacks: how often a late plan made the world run the fallback.
         budget_cuts: searches (optimize calls) the time budget cut.
         diverged_predictions: control end states the corrector could not predict from the
             observation, the plan's prediction standing in (``predict_one``).
         blocker_clearings: objects cleared off the target's way (``MpcSettings.clear_blockers``).
+        back_offs: controls that backed the pusher off because no plan could be predicted.
     """
 
     outcome: MpcOutcome
@@ -177,6 +194,7 @@ class PipelinedResult:
     budget_cuts: int = 0
     diverged_predictions: int = 0
     blocker_clearings: int = 0
+    back_offs: int = 0
 
     @property
     def success(self) -> bool:
@@ -237,6 +255,7 @@ class PipelinedMpcLoop:
             obstacle_tolerance=max(settings.obstacle_tolerance, pipeline.fallback_clearance),
             table_margin=max(settings.table_margin, pipeline.fallback_clearance),
         )
+        self.back_off = BackOff(scene, pipeline.back_off_distance)
         self._cancel = threading.Event()
         self.before_plan: Callable[[PipelinedMpcLoop], None] | None = None
         """Called with this loop in its own thread before each plan (None: nothing): it may replace
@@ -357,8 +376,11 @@ class _PipelinedRun:
         scene, cost = self.clearing.planning_scene(), self.clearing.cost(loop.cost)
         self.planned_clearing = self.clearing.clearing_name
         proposals = None if first else loop.settings.proposals(scene, state, loop.optimizer.settings, cost.route)
-        result = loop.optimizer.optimize(state, controls, loop.model, cost.with_previous_control(previous),
-                                         proposals=proposals)
+        try:
+            result = loop.optimizer.optimize(state, controls, loop.model, cost.with_previous_control(previous),
+                                             proposals=proposals)
+        except AllPredictionsFailedError:
+            result = loop.back_off.plan(state, loop.optimizer.settings)
         self.budget_cuts += _cut(result)
         return result, time.perf_counter() - started
 
@@ -423,7 +445,7 @@ class _PipelinedRun:
             self.replan_times.append(replan)
             record = {"replan_time": replan, "fallback": False, "replanned_from_observation": False,
                       "prediction_error": math.nan, "cost": plan.cost, "budget_cut": _cut(plan),
-                      **self.clearing_record()}
+                      "back_off": _backs_off(plan), **self.clearing_record()}
             while True:
                 if loop._cancel.is_set():
                     return self.finish(MpcOutcome.CANCELED, "canceled")
@@ -466,7 +488,8 @@ class _PipelinedRun:
                         f"({self.distance:.4f} m from the goal centre)",
                     )
                 error = loop.prediction_error(predicted, state)
-                replanned = error > loop.pipeline.replan_distance
+                # a back-off planned for the predicted state: the observed one may be plannable
+                replanned = error > loop.pipeline.replan_distance or _backs_off(next_plan)
                 if replanned:
                     # the fallback was meant for the predicted state: stand still while re-planning
                     self.world.stop()
@@ -480,7 +503,7 @@ class _PipelinedRun:
                 plan = next_plan
                 record = {"replan_time": replan, "fallback": False, "replanned_from_observation": replanned,
                           "prediction_error": error, "cost": plan.cost, "budget_cut": _cut(plan),
-                          **self.clearing_record()}
+                          "back_off": _backs_off(plan), **self.clearing_record()}
         except Exception as error:  # noqa: BLE001 - every failure becomes an ERROR outcome
             return self.finish(MpcOutcome.ERROR, f"{type(error).__name__}: {error}")
 
@@ -533,7 +556,13 @@ class _PipelinedRun:
             budget_cuts=self.budget_cuts,
             diverged_predictions=self.diverged_predictions,
             blocker_clearings=self.clearing.clearings,
+            back_offs=sum(step.back_off for step in self.steps),
         )
+
+
+def _backs_off(plan: OptimizationResult) -> bool:
+    """Whether ``plan`` is a back-off (no plan could be predicted)."""
+    return plan.stop_reason == BACK_OFF_STOP_REASON
 
 
 def _cut(plan: OptimizationResult) -> bool:

@@ -336,13 +336,16 @@ def _run_pipelined(name, loop, world, recorder, duration, started, max_controls,
             return
         if step.fallback:
             event = "fallback: the next plan was late, the previous plan's second control runs"
+        elif step.back_off:
+            event = "backed off: no plan could be predicted (every corrected prediction failed)"
         elif step.replanned_from_observation:
             event = (f"re-planned from the observation: it was {step.prediction_error * 1000:.1f} mm from the "
                      "prediction")
         else:
             event = ""
         event = "; ".join(filter(None, (event, step.clearing_event)))
-        controls, trajectory = _plan_arrays(None if step.fallback else recorder.last, scene.layout.dimension)
+        stale = step.fallback or step.back_off  # the recorder's last plan is not this control's
+        controls, trajectory = _plan_arrays(None if stale else recorder.last, scene.layout.dimension)
         callback(TaskStep(
             step=step.step, control=np.array(step.control, dtype=float), duration=duration,
             cost=float(step.cost), distance_to_goal=_distance_to_goal(scene, world.last_state),

@@ -43,7 +43,8 @@ def test_the_settings_their_values_and_ranges_come_from_the_files_and_the_checks
     # every cost term's parameters (their PARAMETERS), as floats
     assert {name for name in settings if name.startswith("costs.goal_distance.")} == {
         "costs.goal_distance.weight", "costs.goal_distance.outside_slope", "costs.goal_distance.route_margin",
-        "costs.goal_distance.hinge_inset", "costs.goal_distance.intermediate_weight"}
+        "costs.goal_distance.hinge_inset", "costs.goal_distance.intermediate_weight",
+        "costs.goal_distance.arrival_bonus"}
     assert settings["costs.goal_distance.route_margin"].default == 0.005  # the preset's: the route round obstacles
     assert all(isinstance(item.default, float) for name, item in settings.items() if name.startswith("costs."))
     # ranges read off the checks: weights >= 0, integers >= 1, unbounded tolerances

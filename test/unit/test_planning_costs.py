@@ -86,6 +86,29 @@ def test_goal_distance_intermediate_weight_prices_the_states_before_the_last() -
         GoalDistance.from_scene(scene, intermediate_weight=-0.1)
 
 
+def test_goal_distance_arrival_bonus_prices_a_plan_by_its_first_state_in_the_goal() -> None:
+    scene = tiny_scene(goal=(0.15, 0.05), goal_radius=0.05)
+    trajectories, controls = static_batch(scene, initial_state(scene), samples=4)
+    set_target(scene, trajectories, (0.35, 0.05), steps=slice(0, -1))  # 0.2 m out before the end ...
+    set_target(scene, trajectories, (0.17, 0.05), steps=-1)  # ... all end 2 cm from the centre
+    set_target(scene, trajectories[1:2], (0.19, 0.05), steps=2)  # in at step 2 (4 cm), out again at 3
+    set_target(scene, trajectories[2:3], (0.19, 0.05), steps=slice(1, -1))  # in at step 1 (4 cm), stays
+    set_target(scene, trajectories[3:4], (0.22, 0.05), steps=slice(1, -1))  # 7 cm: not in the region
+    slope = dict(outside_slope=0.5, hinge_inset=0.02)
+    term = GoalDistance.from_scene(scene, **slope, arrival_bonus=0.003)
+    terminal, first_in = 0.02**2, 0.04**2 + 0.5 * 0.01  # the hinge starts at 3 cm
+    np.testing.assert_allclose(term.evaluate(trajectories, controls),
+                               [terminal, min(terminal, first_in - 0.003 * (HORIZON - 2)),
+                                min(terminal, first_in - 0.003 * (HORIZON - 1)), terminal], rtol=1e-12)
+    assert term.evaluate(trajectories, controls)[2] < terminal  # arriving 3 controls early beats the end state
+    # 0 (the default): the paper's terminal cost exactly
+    plain = GoalDistance.from_scene(scene, **slope).evaluate(trajectories, controls)
+    np.testing.assert_allclose(plain, np.full(4, terminal), rtol=1e-12)
+    np.testing.assert_array_equal(term.evaluate(trajectories[[0, 3]], controls[[0, 3]]), plain[[0, 3]])
+    with pytest.raises(CostConfigError, match="goal_distance.arrival_bonus"):
+        GoalDistance.from_scene(scene, arrival_bonus=-0.001)
+
+
 def test_goal_distance_needs_a_goal() -> None:
     scene = tiny_scene()
     from dataclasses import replace

@@ -30,6 +30,16 @@ horizon). With 0.5 the ``realtime`` planner's tasks ended in 20-30 % fewer contr
 more successes, and two runs on the papers' obstacle scenes parked the target outside the region
 (``docs/planner_tuning.md``): an option for open tables, not a default.
 
+``arrival_bonus`` (m^2 per control; 0 in the presets: the paper's terminal cost) prices a plan
+that gets the target into the goal region before the horizon's end by its first state there:
+where the target's centre is in the region at p_k (k < N, the same test as the task's success),
+the cost is the smaller of the terminal one and that state's cost less ``arrival_bonus`` for each
+control the plan has left after it, ``cost(p_k) - arrival_bonus * (N - k)``. The task ends
+at the control boundary where the target is observed in the region, so what a plan does after
+that state is never executed; a plan that does not enter the region before its end costs what
+it did (exactly), so waiting outside is not rewarded (unlike ``intermediate_weight``, which
+also prices a target that has to go round or back off before it can be pushed in).
+
 ``hinge_inset`` (m; config/planner.yaml: 0.01) starts the hinge that far inside the region's
 edge, so that the plan aims at the region shrunk by it. With the hinge at the edge, a target
 0.1-1 mm outside the region was worth 5e-5 to 5e-4, a tenth of the turn again: the tracking-loss
@@ -68,6 +78,9 @@ class GoalDistance:
             most r: a radius under it starts the hinge at the centre).
         intermediate_weight: weight of the mean cost of the states p_1 .. p_{N-1} relative to
             the final state's (0: the paper's terminal cost).
+        arrival_bonus: m^2 taken off per control left after the first state p_k (k < N) with the
+            target in the goal region, whose cost then stands for the plan's if lower (0: the
+            paper's terminal cost; module docstring).
         route_margin: m added to the target's bounding radius for its route round the obstacles
             (None: the straight-line distance, the paper's).
         route: the route (built by :meth:`from_scene`; None: straight line, as without obstacles).
@@ -75,7 +88,7 @@ class GoalDistance:
 
     name: ClassVar[str] = "goal_distance"
     PARAMETERS: ClassVar[tuple[str, ...]] = ("weight", "outside_slope", "route_margin", "hinge_inset",
-                                             "intermediate_weight")
+                                             "intermediate_weight", "arrival_bonus")
 
     layout: StateLayout
     target_index: int
@@ -87,9 +100,10 @@ class GoalDistance:
     route: GoalRoute | None = field(default=None, compare=False, repr=False)
     hinge_inset: float = 0.0
     intermediate_weight: float = 0.0
+    arrival_bonus: float = 0.0
 
     def __post_init__(self) -> None:
-        check_term_fields(self, "weight", "outside_slope", "hinge_inset", "intermediate_weight")
+        check_term_fields(self, "weight", "outside_slope", "hinge_inset", "intermediate_weight", "arrival_bonus")
         check_term_fields(self, "goal_radius", strict=True)
         if self.route_margin is not None:
             check_term_fields(self, "route_margin")
@@ -97,7 +111,7 @@ class GoalDistance:
     @classmethod
     def from_scene(cls, scene: Scene, *, weight: float = 1.0, outside_slope: float = 0.0,
                    route_margin: float | None = None, hinge_inset: float = 0.0,
-                   intermediate_weight: float = 0.0) -> GoalDistance:
+                   intermediate_weight: float = 0.0, arrival_bonus: float = 0.0) -> GoalDistance:
         if scene.goal is None:
             raise CostConfigError(f"{cls.name}: scene {scene.name!r} has no goal region")
         term = cls(
@@ -110,6 +124,7 @@ class GoalDistance:
             route_margin=route_margin,
             hinge_inset=hinge_inset,
             intermediate_weight=intermediate_weight,
+            arrival_bonus=arrival_bonus,
         )
         return dataclasses.replace(term, route=goal_route(scene, term.route_margin))
 
@@ -133,4 +148,17 @@ class GoalDistance:
         cost = self._cost(self.distances(trajectories))
         if self.intermediate_weight and trajectories.shape[1] > 2:
             cost = cost + self.intermediate_weight * self._cost(self._distances(trajectories[:, 1:-1])).mean(axis=-1)
+        if self.arrival_bonus and trajectories.shape[1] > 2:
+            cost = np.minimum(cost, self._arrival_costs(trajectories[:, 1:-1]))
         return cost
+
+    def _arrival_costs(self, early: np.ndarray) -> np.ndarray:
+        """(S,) the cost of each plan's first state among ``early`` (S, N-1, D), p_1 .. p_{N-1}, with
+        the target's centre in the goal region, less ``arrival_bonus`` per control left after it
+        (+inf where there is none)."""
+        position = self.layout.poses(early)[..., self.target_index, :2]
+        inside = np.linalg.norm(position - np.asarray(self.goal_center), axis=-1) <= self.goal_radius
+        left = np.arange(early.shape[1], 0, -1)  # N - k for k = 1 .. N-1
+        costs = np.where(inside, self._cost(self._distances(early)) - self.arrival_bonus * left, np.inf)
+        first = np.argmax(inside, axis=-1)
+        return np.take_along_axis(costs, first[:, None], axis=-1)[:, 0]

@@ -282,15 +282,10 @@ REALTIME = PlannerPreset(
     # Blocker clearing: an object on the target's line near the goal is pushed aside first (family
     # scenes drawn with generator seeds 4011-4025 where it applies at the start: 65 against 50 of 69
     # runs; the successes take 15.5 controls against 9.8; docs/planner_tuning.md).
-    # Arrival bonus: a plan that gets the target into the goal before its horizon's end is priced
-    # by that first state, less 0.005 m^2 per control left (families drawn with probe seeds
-    # 6871-6878 and the papers' obstacle and clutter scenes, interleaved: 257 against 252 of 264
-    # runs, the successes 10-27 % fewer controls; docs/planner_tuning.md).
     optimizer_overrides={"samples": 30, "max_iterations": 10, "exploration_variance": 4.0e-4},
     mpc_overrides={"initial_speed": 0.1, "clear_blockers": True},
     cost_overrides={"non_target_objects": {"goal_entry_margin": 0.02, "band_approach_cost": 1.0},
-                    "goal_distance": {"route_margin": 0.005, "arrival_bonus": 0.005},
-                    "pusher_goal_side": {"route_margin": 0.005}},
+                    "goal_distance": {"route_margin": 0.005}, "pusher_goal_side": {"route_margin": 0.005}},
 )
 PRESETS: Mapping[str, PlannerPreset] = MappingProxyType({ISRR2019.name: ISRR2019, REALTIME.name: REALTIME})
 """The presets by name."""

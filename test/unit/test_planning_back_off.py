@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from parapush.physics.planar_geometry import to_body_frame
 from parapush.planning.back_off import BACK_OFF_STOP_REASON, BackOff
 from parapush.planning.optimizer import OptimizerSettings
 from parapush.scene import GoalRegion, ObjectSpec, Obstacle, Pusher, Scene, Table
@@ -32,9 +33,7 @@ def state_of(scene: Scene, pusher, poses=None) -> np.ndarray:
 def gap(scene: Scene, state: np.ndarray, index: int) -> float:
     """m between the pusher disc and object ``index`` in ``state``."""
     pose = scene.layout.poses(state[None])[0, index]
-    offset = state[scene.layout.pusher_position] - pose[:2]
-    cos, sin = math.cos(-pose[2]), math.sin(-pose[2])
-    local = np.array([cos * offset[0] - sin * offset[1], sin * offset[0] + cos * offset[1]])
+    local = to_body_frame(state[scene.layout.pusher_position], pose[:2], pose[2])
     return float(scene.objects[index].outline.signed_distance(local)) - PUSHER_RADIUS
 
 

@@ -378,7 +378,8 @@ def polygon_closest_points(points: np.ndarray, vertices: np.ndarray) -> tuple[np
     return closest, distance, inside
 
 
-def _to_local(points: np.ndarray, centres: np.ndarray, yaws: np.ndarray) -> np.ndarray:
+def to_body_frame(points: np.ndarray, centres: np.ndarray, yaws: np.ndarray) -> np.ndarray:
+    """World points (..., 2) m in the frame of a body at ``centres`` (..., 2) m with ``yaws`` (...,) rad."""
     return rotate(np.asarray(points, dtype=float) - centres, -np.asarray(yaws, dtype=float))
 
 
@@ -389,7 +390,7 @@ def closest_point_on_outline(points: np.ndarray, centres: np.ndarray, yaws: np.n
     centres = np.asarray(centres, dtype=float)
     if outline.kind == "rectangle":
         return closest_point_on_rectangle(points, centres, yaws, np.array(outline.half_extents))
-    local = _to_local(points, centres, yaws)
+    local = to_body_frame(points, centres, yaws)
     if outline.kind == "disc":
         length = np.linalg.norm(local, axis=-1, keepdims=True)
         closest = np.where(length > outline.radius, local * outline.radius / np.where(length > 0, length, 1.0), local)
@@ -406,7 +407,7 @@ def disc_polygon_penetration(
     at ``centres``, ``yaws``), convex or not: depth = radius -+ the centre's distance to the
     polygon's boundary, normal along the nearest boundary point (exact for convex polygons;
     a non-convex one leaves through the nearest boundary point, which may not clear a pocket)."""
-    local = _to_local(disc_centres, centres, yaws)
+    local = to_body_frame(disc_centres, centres, yaws)
     closest, distance, inside = polygon_closest_points(local, vertices)
     outward = _unit(local - closest, np.array([1.0, 0.0]))  # from the boundary to the disc centre
     # the polygon moves away from the disc: against ``outward`` outside, along it inside
@@ -554,7 +555,7 @@ def segment_outline_entry(
         return segment_disc_entry(starts, moves, centres, outline.radius + radius)
     if outline.kind == "rectangle":
         return segment_rounded_rectangle_entry(starts, moves, centres, yaws, np.array(outline.half_extents), radius)
-    local_starts = _to_local(starts, centres, yaws)
+    local_starts = to_body_frame(starts, centres, yaws)
     local_moves = rotate(np.asarray(moves, dtype=float), -np.asarray(yaws, dtype=float))
     entry = np.min(np.stack([_segment_rounded_convex_entry(local_starts, local_moves, part, radius)
                              for part in _parts(outline)], axis=0), axis=0)
@@ -592,7 +593,7 @@ def _obstacle_local(points: np.ndarray, obstacle: Obstacle) -> np.ndarray:
 def _outline_obstacle_clearance(outline: Outline, pose: np.ndarray, obstacle: Obstacle) -> float:
     """:func:`object_obstacle_clearance` of a non-disc object and an obstacle of any shape."""
     if obstacle.shape == "cylinder":
-        local = _to_local(np.asarray(obstacle.pose[:2], dtype=float), pose[:2], pose[2])
+        local = to_body_frame(np.asarray(obstacle.pose[:2], dtype=float), pose[:2], pose[2])
         _, distance, inside = polygon_closest_points(local, outline_polygon(outline))
         return (0.0 if bool(inside) else float(distance)) - obstacle.radius
     depth, _ = outline_penetration(outline, pose[:2], pose[2], obstacle.outline,
@@ -634,7 +635,7 @@ def swept_outline_obstacle_clearance(
     body = outline_polygon(outline)
     obstacle_centre = np.asarray(obstacle.pose[:2], dtype=float)
     if obstacle.shape == "cylinder":
-        _, distance, inside = polygon_closest_points(_to_local(obstacle_centre, centres, yaws), body)
+        _, distance, inside = polygon_closest_points(to_body_frame(obstacle_centre, centres, yaws), body)
         gaps = np.where(inside, 0.0, distance) - obstacle.radius
         return gaps.min(axis=-1)
     shape = outline_polygon(obstacle.outline)
@@ -642,7 +643,7 @@ def swept_outline_obstacle_clearance(
     corners = centres[..., None, :] + rotate(body, yaws[..., None])  # (..., K, V, 2)
     _, to_obstacle, corner_inside = polygon_closest_points(_obstacle_local(corners, obstacle), shape)
     obstacle_corners = rotate(shape, obstacle.pose[2]) + obstacle_centre  # (W, 2)
-    local = _to_local(obstacle_corners, centres[..., None, :], yaws[..., None])  # (..., K, W, 2)
+    local = to_body_frame(obstacle_corners, centres[..., None, :], yaws[..., None])  # (..., K, W, 2)
     _, to_body, obstacle_inside = polygon_closest_points(local, body)
     gaps = np.minimum(to_obstacle.min(axis=-1), to_body.min(axis=-1))
     touching = corner_inside.any(axis=-1) | obstacle_inside.any(axis=-1)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parapush.physics.planar_geometry import rotate
+from parapush.physics.planar_geometry import rotate, to_body_frame
 from parapush.planning.optimizer import OptimizationResult, OptimizerSettings
 from parapush.scene import Outline, Scene
 
@@ -76,8 +76,7 @@ class BackOff:
     @staticmethod
     def _distance(body: _Body, points: np.ndarray) -> np.ndarray:
         """(...,) signed distance of world points (..., 2) to the body's outline, m (< 0 inside)."""
-        local = rotate(np.asarray(points, dtype=float) - body.centre, np.full(np.shape(points)[:-1], -body.yaw))
-        return body.outline.signed_distance(local)
+        return body.outline.signed_distance(to_body_frame(points, body.centre, body.yaw))
 
     def _gaps(self, bodies: list[_Body], points: np.ndarray) -> np.ndarray:
         """(len(points), bodies) gap between the pusher disc at each point (K, 2) and each body, m."""
